@@ -1,0 +1,289 @@
+"""Simulator throughput benchmark: the full simulator against a bare ``heapq`` event loop.
+
+Run ``.venv/bin/python benchmarks/bench_sim.py`` (or ``make bench``); ``--quick`` for a smoke
+run of about 100k task completions, ``--help`` for the options.
+
+Workload.  A synthetic MapReduce workload is built with the model API: 500 machines of
+``Resources(slots=8, cpu=8, mem=32)`` (4,000 slots) and as many jobs as it takes to reach
+``--tasks`` task completions (default 1,000,000; ~10,000 jobs of 50-110 maps and 10-30
+reduces, ~100 tasks each).  Task durations are lognormal, drawn per task from a seeded
+``numpy`` Generator (maps: median ~15 s, reduces: median ~30 s), so completions almost never
+coincide and every completion is its own event and its own call into the scheduler core (the
+worst case for the simulator; ``--durations per-job`` instead gives all tasks of a stage the
+same duration via ``mapreduce_job``, which batches completions).  Each task declares
+``slots=1, cpu=1, mem=2``, so the fluid model's fast path applies (machines are never
+over-committed).  Jobs arrive as a Poisson process whose rate puts the expected offered load
+at ``--load`` (default 0.85) of the cluster's slots, and carry a ``DeadlineStep`` utility
+(deadline = submit + 4 x the job's critical path) so deadline policies have something to work
+with.  The workload is built before timing starts.
+
+Full simulator (timed).  ``Simulation(cluster, jobs, policy, record_attempts=False,
+validate=False)`` is constructed and ``run()`` to completion: event heap, fluid model, scheduler
+core (state transitions, grant bookkeeping, dispatch) and every policy decision.  Reported
+``events`` are all heap pops (task ends, arrivals, stale entries), ``task events`` the live
+task-end pops.
+
+Bare loop (timed, same process, same run).  A plain ``heapq`` loop with no model: it keeps one
+pending finish event per slot of the cluster (4,000 here, about the simulator's heap size),
+pops the earliest, counts it as a task completion and pushes the finish of the next task on
+that slot (``now + duration``), until it has popped exactly as many task-end events as the
+simulator did.  Heap entries have the simulator's shape, ``(time, phase, seq, kind,
+payload)`` with a two-tuple payload, durations are the workload's own task durations in job
+order, and it does one push and one pop per task, as the simulator's fast path does.  It does
+*not* model jobs, stages, dependencies, arrivals, machines, resources, grants or policies, does
+not allocate per-task objects, and does not batch simultaneous events: it is the lower bound
+for any event-driven simulator written in pure Python, the floor the ratio is measured against.
+
+Goal: the full simulator within 5x of the bare loop (``ratio = sim seconds / bare seconds``).
+The script reports honestly whether the goal is met; it always exits 0 unless the run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import platform
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.model import (
+    Cluster,
+    DeadlineStep,
+    Job,
+    Machine,
+    Resources,
+    Stage,
+    Task,
+    mapreduce_job,
+)
+from utilon.policies import make_policy, policy_names
+from utilon.sim import Simulation
+
+GOAL_RATIO = 5.0
+MACHINES = 500
+SLOTS_PER_MACHINE = 8
+MAPS = (50, 110)  # inclusive range of map tasks per job
+REDUCES = (10, 30)  # inclusive range of reduce tasks per job
+MAP_MU, MAP_SIGMA = math.log(15.0), 0.8  # lognormal: median 15 s, mean ~20.6 s
+RED_MU, RED_SIGMA = math.log(30.0), 0.6  # lognormal: median 30 s, mean ~35.9 s
+DEADLINE_SLACK = 4.0
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    cluster: Cluster
+    jobs: list[Job]
+    durations: list[float]  # every task's duration, job order, maps before reduces
+    build_seconds: float
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.durations)
+
+    @property
+    def slots(self) -> int:
+        return int(sum(m.capacity["slots"] for m in self.cluster.machines))
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    tasks: int
+    events: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"tasks": self.tasks, "events": self.events, "seconds": self.seconds,
+                "events_per_s": self.events / self.seconds,
+                "tasks_per_s": self.tasks / self.seconds}
+
+
+def build_workload(target_tasks: int, load: float, seed: int, per_job: bool) -> Workload:
+    """Jobs until ``target_tasks`` tasks exist; Poisson arrivals at offered load ``load``."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    cap = Resources(slots=SLOTS_PER_MACHINE, cpu=SLOTS_PER_MACHINE, mem=4 * SLOTS_PER_MACHINE)
+    cluster = Cluster(tuple(Machine(f"m{i:04d}", cap) for i in range(MACHINES)))
+    demand = Resources(slots=1, cpu=1, mem=2)
+    mean_maps, mean_reds = sum(MAPS) / 2, sum(REDUCES) / 2
+    mean_work = (mean_maps * math.exp(MAP_MU + MAP_SIGMA**2 / 2)
+                 + mean_reds * math.exp(RED_MU + RED_SIGMA**2 / 2))
+    rate = load * MACHINES * SLOTS_PER_MACHINE / mean_work  # jobs per second
+    jobs: list[Job] = []
+    durations: list[float] = []
+    submit = 0.0
+    while len(durations) < target_tasks:
+        submit += float(rng.exponential(1.0 / rate))
+        n_map = int(rng.integers(MAPS[0], MAPS[1] + 1))
+        n_red = int(rng.integers(REDUCES[0], REDUCES[1] + 1))
+        job_id = f"j{len(jobs):06d}"
+        if per_job:
+            md = float(rng.lognormal(MAP_MU, MAP_SIGMA))
+            rd = float(rng.lognormal(RED_MU, RED_SIGMA))
+            maps, reds = [md] * n_map, [rd] * n_red
+        else:
+            maps = rng.lognormal(MAP_MU, MAP_SIGMA, n_map).tolist()
+            reds = rng.lognormal(RED_MU, RED_SIGMA, n_red).tolist()
+        utility = DeadlineStep(submit + DEADLINE_SLACK * (max(maps) + max(reds)))
+        if per_job:
+            job = mapreduce_job(job_id, submit=submit, maps=n_map, map_duration=maps[0],
+                                reduces=n_red, reduce_duration=reds[0], demand=demand,
+                                utility=utility)
+        else:  # the stages mapreduce_job builds, but with a duration per task
+            job = Job(job_id, submit, (
+                Stage("map", tuple(Task(d, demand) for d in maps), kind="map"),
+                Stage("reduce", tuple(Task(d, demand) for d in reds), after=("map",),
+                      kind="reduce"),
+            ), utility)
+        jobs.append(job)
+        durations.extend(maps)
+        durations.extend(reds)
+    return Workload(cluster, jobs, durations, time.perf_counter() - t0)
+
+
+def run_simulator(wl: Workload, policy_name: str) -> tuple[Timing, dict[str, Any]]:
+    """Construct and run the full simulator; return its timing and run details."""
+    policy = make_policy(policy_name)
+    t0 = time.perf_counter()
+    sim = Simulation(wl.cluster, wl.jobs, policy, record_attempts=False, validate=False)
+    t1 = time.perf_counter()
+    result = sim.run()
+    t2 = time.perf_counter()
+    stats = result.core.stats
+    if stats.completed != wl.n_tasks or result.stopped_early:
+        raise RuntimeError(f"simulation incomplete: {stats.completed} of {wl.n_tasks} tasks "
+                           f"completed; stopped early: {result.stopped_early!r}")
+    decide = np.asarray(stats.decide_seconds, dtype=float)
+    slot_idx = result.core.names.index("slots")
+    info = {
+        "setup_seconds": t1 - t0,
+        "run_seconds": t2 - t1,
+        "task_events": result.task_events,
+        "simulated_seconds": result.end_time,
+        "mean_running_tasks": result.core.busy[slot_idx] / result.end_time,
+        "decisions": stats.decisions,
+        "decide_total_seconds": float(decide.sum()),
+        "decide_p50_s": float(np.percentile(decide, 50)) if decide.size else 0.0,
+        "decide_p95_s": float(np.percentile(decide, 95)) if decide.size else 0.0,
+        "decide_max_s": float(decide.max()) if decide.size else 0.0,
+    }
+    return Timing(stats.completed, result.events, t2 - t0), info
+
+
+def run_bare(durations: list[float], slots: int, n_events: int) -> Timing:
+    """The bare heapq loop described in the module docstring."""
+    heap: list[tuple[float, int, int, int, tuple[int, int]]] = []
+    push, pop = heapq.heappush, heapq.heappop
+    n = len(durations)
+    t0 = time.perf_counter()
+    seq = 0
+    nxt = 0
+    for s in range(min(slots, n_events)):
+        seq += 1
+        push(heap, (durations[nxt % n], 0, seq, 0, (s, 0)))
+        nxt += 1
+    done = 0
+    while done < n_events:
+        now, _, _, _, payload = pop(heap)
+        done += 1
+        if nxt < n_events:
+            seq += 1
+            push(heap, (now + durations[nxt % n], 0, seq, 0, (payload[0], 0)))
+            nxt += 1
+    return Timing(done, done, time.perf_counter() - t0)
+
+
+def fmt_rate(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def report(args: argparse.Namespace, wl: Workload, sim: Timing, info: dict[str, Any],
+           bare: Timing, total_seconds: float) -> dict[str, Any]:
+    """Print the results table and the verdict; return the JSON-ready results."""
+    from rich.console import Console
+    from rich.table import Table
+
+    ratio = sim.seconds / bare.seconds
+    met = ratio <= GOAL_RATIO
+    console = Console(highlight=False, width=100)
+    console.print(f"workload: {len(wl.jobs):,} jobs, {wl.n_tasks:,} tasks, {MACHINES} machines "
+                  f"x {SLOTS_PER_MACHINE} slots, offered load {args.load:g}, durations "
+                  f"{args.durations}, seed {args.seed}, policy {args.policy}; built in "
+                  f"{wl.build_seconds:.1f} s")
+    console.print(f"simulated {info['simulated_seconds']:,.0f} s, mean running tasks "
+                  f"{info['mean_running_tasks']:,.0f} of {wl.slots:,} slots; simulator "
+                  f"setup {info['setup_seconds']:.2f} s + run {info['run_seconds']:.2f} s")
+    table = Table(title="simulator throughput vs bare heapq loop")
+    for col in ("", "tasks completed", "events", "wall s", "events/s", "tasks/s"):
+        table.add_column(col, justify="left" if not col else "right")
+    for name, t in (("full simulator", sim), ("bare heapq loop", bare)):
+        table.add_row(name, f"{t.tasks:,}", f"{t.events:,}", f"{t.seconds:.2f}",
+                      fmt_rate(t.events / t.seconds), fmt_rate(t.tasks / t.seconds))
+    console.print(table)
+    console.print(f"policy decisions: {info['decisions']:,}, total "
+                  f"{info['decide_total_seconds']:.2f} s; latency p50 "
+                  f"{info['decide_p50_s'] * 1e6:,.0f} us, p95 {info['decide_p95_s'] * 1e6:,.0f} "
+                  f"us, max {info['decide_max_s'] * 1e6:,.0f} us")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    console.print(f"peak RSS {peak_mib:,.0f} MiB; whole benchmark took {total_seconds:.1f} s")
+    print(f"ratio: {ratio:.1f}x (goal <= {GOAL_RATIO:g}x: {'met' if met else 'not met'})")
+    return {
+        "workload": {"jobs": len(wl.jobs), "tasks": wl.n_tasks, "machines": MACHINES,
+                     "slots": wl.slots, "load": args.load, "durations": args.durations,
+                     "seed": args.seed, "build_seconds": wl.build_seconds},
+        "policy": args.policy,
+        "simulator": {**sim.as_dict(), **info},
+        "bare": bare.as_dict(),
+        "ratio": ratio,
+        "goal_ratio": GOAL_RATIO,
+        "goal_met": met,
+        "peak_rss_mib": peak_mib,
+        "total_seconds": total_seconds,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--policy", default="fifo", choices=policy_names())
+    p.add_argument("--tasks", type=int, default=1_000_000,
+                   help="target number of task completions (jobs are added until reached)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 100,000 tasks")
+    p.add_argument("--load", type=float, default=0.85,
+                   help="expected offered load as a fraction of the cluster's slots")
+    p.add_argument("--durations", choices=("per-task", "per-job"), default="per-task",
+                   help="lognormal duration per task, or one per stage (mapreduce_job)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.tasks = 100_000
+    if args.tasks < 1 or args.load <= 0:
+        p.error("--tasks and --load must be positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    wl = build_workload(args.tasks, args.load, args.seed, args.durations == "per-job")
+    sim, info = run_simulator(wl, args.policy)
+    bare = run_bare(wl.durations, wl.slots, info["task_events"])
+    results = report(args, wl, sim, info, bare, time.perf_counter() - t0)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

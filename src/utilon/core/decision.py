@@ -1,0 +1,82 @@
+"""A policy's decision is data: grants, infeasible items and dispatch options.
+
+A ``Grant`` lets one job hold up to ``slots`` running tasks (``None``: as many as it can
+use), optionally only tasks of one stage and only on a set of machines.  Grants are listed in
+priority order: when capacity frees up, the dispatcher offers it to the first grant that has
+room and a ready task that fits.  A job may hold several grants (per stage, per machine set) as
+long as their scopes do not overlap.
+
+Shrinking a grant below what a job is running is a no-kill preemption ("stop giving slots"):
+running tasks finish and the job gets no new ones until it is under its grant.  With
+``kill_excess`` the core instead kills the most recently started tasks of the scope right away
+and re-queues them (kill-and-requeue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    job: str
+    slots: int | None = None
+    stage: str | None = None
+    machines: frozenset[str] | None = None
+    kill_excess: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"job": self.job, "slots": self.slots}
+        if self.stage is not None:
+            d["stage"] = self.stage
+        if self.machines is not None:
+            d["machines"] = sorted(self.machines)
+        if self.kill_excess:
+            d["kill_excess"] = True
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Infeasible:
+    """Something the policy cannot honour (a deadline no schedule meets, ...), with why."""
+
+    job: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class SlotLimit:
+    """Hadoop's static slot model: each machine runs at most ``per_machine`` tasks (and at
+    most ``reduce_per_machine`` tasks of ``reduce`` stages, in their own pool, if set),
+    whatever the tasks declare.  Actual usage still drives the simulator, so too many slots
+    over-commit machines and slow tasks down."""
+
+    per_machine: int
+    reduce_per_machine: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"per_machine": self.per_machine, "reduce_per_machine": self.reduce_per_machine}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    grants: tuple[Grant, ...] = ()
+    infeasible: tuple[Infeasible, ...] = ()
+    backfill: bool = False
+    """After every grant got what it may, offer leftover capacity to grants in order anyway
+    (work conservation, as Hadoop's Fair Scheduler does)."""
+    slot_limit: SlotLimit | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"grants": [g.to_dict() for g in self.grants]}
+        if self.infeasible:
+            d["infeasible"] = [i.to_dict() for i in self.infeasible]
+        if self.backfill:
+            d["backfill"] = True
+        if self.slot_limit is not None:
+            d["slot_limit"] = self.slot_limit.to_dict()
+        return d

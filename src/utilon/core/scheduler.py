@@ -1,0 +1,660 @@
+"""SchedulerCore: stimuli in, commands out — the functional core shared by every backend.
+
+``handle(now, stimuli)``:
+
+1. applies the stimuli as state transitions, each checked against its lifecycle table;
+2. if any stimulus is a trigger the policy asked for, builds a frozen ``ClusterSnapshot``,
+   calls ``policy.decide`` (timed), validates the decision and installs it (grants, and the
+   kill-and-requeue preemptions that ``kill_excess`` grants imply);
+3. dispatches: offers free capacity to the installed grants in order, never over-committing a
+   machine's declared resources, and returns ``Launch`` / ``Preempt`` commands.
+
+The core knows nothing about clocks, processes or event queues: the simulator and the live
+backends drive it with the same stimuli.  It keeps the per-job and per-attempt records that the
+metrics are computed from, so outputs are the same whichever world produced them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from utilon.core.decision import Decision, SlotLimit
+from utilon.core.messages import (
+    CapacityChanged,
+    Command,
+    JobSubmitted,
+    Launch,
+    Preempt,
+    Stimulus,
+    TaskFailed,
+    TaskFinished,
+    TaskRef,
+    Tick,
+    Trigger,
+)
+from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
+from utilon.core.state import GrantState, JobRT, MachineRT, StageRT
+from utilon.core.validate import validate_decision
+from utilon.errors import IllegalTransition
+from utilon.model.cluster import CapacityAction, Cluster
+from utilon.model.job import Job
+from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
+from utilon.policies.base import Policy
+
+log = logging.getLogger(__name__)
+
+EPS = 1e-9
+INF = float("inf")
+_RUNNING = TaskState.RUNNING
+_READY = TaskState.READY
+_DONE = TaskState.DONE
+_UP = MachineState.UP
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One execution attempt of a task, as the core saw it."""
+
+    task: TaskRef
+    machine: str
+    start: float
+    end: float
+    outcome: str  # done | killed | lost | failed
+
+
+@dataclass(slots=True)
+class CoreStats:
+    launched: int = 0
+    completed: int = 0
+    killed: int = 0
+    lost: int = 0
+    failed: int = 0
+    stale: int = 0
+    decisions: int = 0
+    decide_seconds: list[float] = field(default_factory=list)
+
+
+class SchedulerCore:
+    def __init__(
+        self,
+        cluster: Cluster,
+        policy: Policy,
+        *,
+        record_attempts: bool = True,
+        validate: bool = False,
+        timer: Callable[[], float] = time.perf_counter,
+        on_decision: Callable[[float, ClusterSnapshot, Decision], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.names = cluster.resource_names
+        self.slot_resource = cluster.slot_resource
+        self._slot_idx = self.names.index(self.slot_resource)
+        self.validate = validate
+        self._timer = timer
+        self._on_decision = on_decision
+        self.now = 0.0
+        self.machines = [
+            MachineRT(i, m, self.names, m.id not in cluster.initially_down)
+            for i, m in enumerate(cluster.machines)
+        ]
+        self._machine_index = {m.id: m.index for m in self.machines}
+        self.jobs: dict[str, JobRT] = {}  # every job ever submitted, arrival order
+        self.active: dict[str, JobRT] = {}  # submitted and not finished, arrival order
+        self.decision = Decision()
+        self._grants: list[GrantState] = []
+        self._slot_limit: SlotLimit | None = None
+        self._min_demand: list[float] | None = None
+        self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
+        self._open: list[int] = []  # sorted indices of up machines that may fit a task
+        self._open_set: set[int] = set()
+        self._machine_views: tuple[MachineView, ...] | None = None
+        self.stats = CoreStats()
+        self.record_attempts = record_attempts
+        self.attempts: list[Attempt] = []
+        self.busy = [0.0] * len(self.names)  # declared resource-seconds of all attempts
+        self._cap_total = self._capacity_total()
+        self._cap_integral = [0.0] * len(self.names)
+        self._cap_since = 0.0
+        self.infeasible: dict[str, str] = {}
+        self.warnings: list[str] = []
+        for m in self.machines:
+            self._refresh_open(m)
+
+    # ------------------------------------------------------------------ public entry point
+    def handle(self, now: float, stimuli: Sequence[Stimulus]) -> list[Command]:
+        if now < self.now - EPS:
+            raise IllegalTransition(f"time went backwards: {now} after {self.now}")
+        self.now = now
+        cmds: list[Command] = []
+        triggers: set[Trigger] = set()
+        touched: list[int] = []
+        for s in stimuli:
+            kind = type(s)
+            if kind is TaskFinished:
+                self._on_finished(s.task, triggers, touched)  # type: ignore[union-attr]
+            elif kind is JobSubmitted:
+                self._on_submitted(s.job)  # type: ignore[union-attr]
+                triggers.add(Trigger.ARRIVAL)
+            elif kind is TaskFailed:
+                self._on_failed(s, triggers, cmds)  # type: ignore[arg-type]
+            elif kind is CapacityChanged:
+                self._on_capacity(s.change.machine, s.change.action,  # type: ignore[union-attr]
+                                  s.change.factor)  # type: ignore[union-attr]
+                triggers.add(Trigger.CAPACITY)
+            elif kind is Tick:
+                triggers.add(Trigger.TICK)
+            else:
+                raise IllegalTransition(f"unknown stimulus {s!r}")
+        if self.active and not triggers.isdisjoint(self.policy.triggers):
+            self._decide(frozenset(triggers), cmds)
+            self._dispatch(None, cmds)
+        elif triggers - {Trigger.TASK_FINISHED, Trigger.TICK}:
+            self._dispatch(None, cmds)  # the ready set changed: anything may fit anywhere
+        elif touched:
+            self._dispatch(touched, cmds)
+        if self.validate:
+            self.check_invariants()
+        return cmds
+
+    # ------------------------------------------------------------------ stimuli
+    def _on_submitted(self, job: Job) -> None:
+        if job.id in self.jobs:
+            raise IllegalTransition(f"job {job.id!r} submitted twice")
+        stages = []
+        for i, st in enumerate(job.stages):
+            vecs = [t.demand.vector(self.names) for t in st.tasks]
+            stages.append(StageRT(i, st, vecs))
+            self._note_demands(job, vecs)
+        index = {st.name: i for i, st in enumerate(job.stages)}
+        for i, st in enumerate(job.stages):
+            for dep in st.after:
+                stages[index[dep]].dependents.append(i)
+        rt = JobRT(job, stages)
+        self.jobs[job.id] = rt
+        self.active[job.id] = rt
+
+    def _note_demands(self, job: Job, vecs: list[tuple[float, ...]]) -> None:
+        lowered = False
+        for v in set(vecs):
+            if v in self._placeable:
+                continue
+            if self._min_demand is None:
+                self._min_demand = list(v)
+                lowered = True
+            else:
+                md = self._min_demand
+                for r, x in enumerate(v):
+                    if x < md[r]:
+                        md[r] = x
+                        lowered = True
+            if any(all(x <= c + EPS for x, c in zip(v, m.base, strict=True))
+                   for m in self.machines):
+                self._placeable.add(v)
+            else:
+                msg = (f"job {job.id}: a task demands {dict(zip(self.names, v, strict=True))}, "
+                       "which fits no machine of the cluster; it can never run")
+                self.warnings.append(msg)
+                log.warning(msg)
+        if lowered:  # a smaller demand may make nearly-full machines useful again
+            for m in self.machines:
+                self._refresh_open(m)
+
+    def _on_finished(self, ref: TaskRef, triggers: set[Trigger], touched: list[int]) -> None:
+        job = self.active.get(ref[0])
+        run = job.running.pop(ref, None) if job is not None else None
+        if job is None or run is None:
+            # A completion that raced a kill or a machine loss: the core already re-queued it.
+            self.stats.stale += 1
+            log.debug("ignoring completion of %s: not running", ref)
+            return
+        st = job.stages[ref[1]]
+        check_move(f"task {ref}", st.states[ref[2]], _DONE)
+        st.states[ref[2]] = _DONE
+        st.running -= 1
+        st.done += 1
+        m = self.machines[run[0]]
+        self._release(job, st, ref, m, run[1], "done")
+        self.stats.completed += 1
+        touched.append(m.index)
+        triggers.add(Trigger.TASK_FINISHED)
+        if st.done == st.total:
+            triggers.add(Trigger.STAGE_FINISHED)
+            for di in st.dependents:
+                self._unlock(job, job.stages[di])
+            if all(s.done == s.total for s in job.stages):
+                check_move(f"job {job.id}", job.state, JobState.DONE)
+                job.state = JobState.DONE
+                job.finish = self.now
+                del self.active[job.id]
+                triggers.add(Trigger.JOB_FINISHED)
+
+    def _unlock(self, job: JobRT, st: StageRT) -> None:
+        st.deps_left -= 1
+        if st.deps_left:
+            return
+        st.locked = False
+        for i in range(st.total):
+            check_move(f"task {job.id}/{st.stage.name}/{i}", st.states[i], _READY)
+            st.states[i] = _READY
+        st.ready.extend(range(st.total))
+        job.n_ready += st.total
+
+    def _on_failed(self, s: TaskFailed, triggers: set[Trigger], cmds: list[Command]) -> None:
+        ref = s.task
+        job = self.active.get(ref[0])
+        if job is None or ref not in job.running:
+            self.stats.stale += 1
+            return
+        st = job.stages[ref[1]]
+        self._requeue(job, ref, "failed", None)
+        triggers.add(Trigger.TASK_FAILED)
+        if st.gang:  # a gang runs whole or not at all: bring the siblings back too
+            for other in [r for r in job.running if r[1] == st.index]:
+                self._requeue(job, TaskRef(*other), "killed", cmds, reason="gang member failed")
+
+    def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float) -> None:
+        m = self.machines[self._machine_index[machine_id]]
+        self._advance_capacity_integral()
+        if action is CapacityAction.JOIN:
+            check_move(f"machine {m.id}", m.state, _UP)
+            m.state = _UP
+        elif action is CapacityAction.LEAVE:
+            check_move(f"machine {m.id}", m.state, MachineState.DOWN)
+            for ref in list(m.tasks):
+                job = self.active[ref[0]]
+                self._requeue(job, TaskRef(*ref), "lost", None)
+            m.state = MachineState.DOWN
+        elif action is CapacityAction.SCALE:
+            m.scale = factor
+            m.cap = tuple(b * factor for b in m.base)
+        else:
+            m.speed = factor
+        m.view = None
+        self._machine_views = None
+        self._cap_total = self._capacity_total()
+        self._refresh_open(m)
+
+    # ------------------------------------------------------------------ machine bookkeeping
+    def _capacity_total(self) -> list[float]:
+        tot = [0.0] * len(self.names)
+        for m in self.machines:
+            if m.state is _UP:
+                for r, c in enumerate(m.cap):
+                    tot[r] += c
+        return tot
+
+    def _advance_capacity_integral(self) -> None:
+        dt = self.now - self._cap_since
+        if dt > 0:
+            for r, c in enumerate(self._cap_total):
+                self._cap_integral[r] += c * dt
+        self._cap_since = self.now
+
+    def capacity_integral(self, until: float) -> list[float]:
+        """Integral of the up machines' declared capacity from 0 to ``until``."""
+        dt = max(0.0, until - self._cap_since)
+        return [i + c * dt for i, c in zip(self._cap_integral, self._cap_total, strict=True)]
+
+    def _has_room(self, m: MachineRT) -> bool:
+        sl = self._slot_limit
+        if sl is not None:
+            if sl.reduce_per_machine is None:
+                return m.ntasks < sl.per_machine
+            return (m.ntasks - m.nreduce < sl.per_machine
+                    or m.nreduce < sl.reduce_per_machine)
+        md = self._min_demand
+        if md is None:
+            return True
+        return all(u + x <= c + EPS for u, x, c in zip(m.used, md, m.cap))
+
+    def _refresh_open(self, m: MachineRT) -> None:
+        should = m.state is _UP and self._has_room(m)
+        i = m.index
+        if should and i not in self._open_set:
+            self._open_set.add(i)
+            bisect.insort(self._open, i)
+        elif not should and i in self._open_set:
+            self._open_set.discard(i)
+            del self._open[bisect.bisect_left(self._open, i)]
+
+    def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
+        sl = self._slot_limit
+        if sl is not None:
+            if sl.reduce_per_machine is None:
+                return m.ntasks < sl.per_machine
+            if st.is_reduce:
+                return m.nreduce < sl.reduce_per_machine
+            return m.ntasks - m.nreduce < sl.per_machine
+        return all(u + x <= c + EPS for u, x, c in zip(m.used, v, m.cap))
+
+    # ------------------------------------------------------------------ launching and releasing
+    def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
+                cmds: list[Command]) -> None:
+        idx = st.ready.popleft()
+        if st.states[idx] is not _READY:
+            raise IllegalTransition(f"task {job.id}/{st.stage.name}/{idx}: illegal move "
+                                    f"{st.states[idx].name} -> RUNNING")
+        st.states[idx] = _RUNNING
+        st.running += 1
+        job.n_ready -= 1
+        ref = TaskRef(job.id, st.index, idx)
+        now = self.now
+        job.running[ref] = (m.index, now)
+        v = st.vectors[idx]
+        m.used = [u + x for u, x in zip(m.used, v)]
+        m.ntasks += 1
+        if st.is_reduce:
+            m.nreduce += 1
+        m.tasks[ref] = None
+        gs.running += 1
+        job.dirty = True
+        if job.state is JobState.QUEUED:
+            job.state = JobState.RUNNING
+            job.start = now
+        if not self._has_room(m):
+            self._refresh_open(m)
+        self.stats.launched += 1
+        cmds.append(Launch(ref, m.id))
+
+    def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
+                 outcome: str) -> None:
+        v = st.vectors[ref[2]]
+        m.used = [u - x for u, x in zip(m.used, v)]
+        m.ntasks -= 1
+        if st.is_reduce:
+            m.nreduce -= 1
+        del m.tasks[ref]
+        job.dirty = True
+        gstates = job.gstates
+        if gstates:
+            gs = gstates[0]
+            if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
+                gs = self._grant_for(job, ref[1], m.index)  # type: ignore[assignment]
+            if gs is not None:
+                gs.running -= 1
+        dt = self.now - start
+        busy = self.busy
+        for r, x in enumerate(v):
+            busy[r] += x * dt
+        if m.price:
+            share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
+            job.cost += dt * m.price / 3600.0 * share
+        if self.record_attempts:
+            self.attempts.append(Attempt(ref, m.id, start, self.now, outcome))
+        if m.index not in self._open_set:
+            self._refresh_open(m)
+
+    def _requeue(self, job: JobRT, ref: TaskRef, outcome: str, cmds: list[Command] | None,
+                 reason: str = "preempted") -> None:
+        """RUNNING -> READY: killed (emit Preempt), lost with a machine, or failed."""
+        mi, start = job.running.pop(ref)
+        st = job.stages[ref[1]]
+        check_move(f"task {ref}", st.states[ref[2]], _READY)
+        st.states[ref[2]] = _READY
+        st.running -= 1
+        st.ready.appendleft(ref[2])
+        job.n_ready += 1
+        m = self.machines[mi]
+        self._release(job, st, ref, m, start, outcome)
+        setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
+        if cmds is not None:
+            cmds.append(Preempt(ref, m.id, reason))
+
+    def _grant_for(self, job: JobRT, stage: int, machine: int) -> GrantState | None:
+        for gs in job.gstates:
+            if gs.covers(stage, machine):
+                return gs
+        return None
+
+    # ------------------------------------------------------------------ deciding
+    def snapshot(self, triggers: frozenset[Trigger] = frozenset()) -> ClusterSnapshot:
+        if self._machine_views is None:
+            self._machine_views = tuple(self._machine_view(m) for m in self.machines)
+        free = None
+        if self.policy.uses_free_capacity:
+            free = np.array([[c - u for c, u in zip(m.cap, m.used, strict=True)]
+                             for m in self.machines], dtype=float)
+            free.setflags(write=False)
+        return ClusterSnapshot(
+            now=self.now,
+            triggers=triggers,
+            machines=self._machine_views,
+            jobs=tuple(self._job_view(j) for j in self.active.values()),
+            resource_names=self.names,
+            slot_resource=self.slot_resource,
+            free=free,
+        )
+
+    def _machine_view(self, m: MachineRT) -> MachineView:
+        if m.view is None:
+            from utilon.model.resources import Resources
+
+            m.view = MachineView(m.id, m.index, Resources.from_vector(self.names, m.cap),
+                                 m.machine.attributes, m.state is _UP, m.speed, m.price)
+        return m.view
+
+    def _job_view(self, j: JobRT) -> JobView:
+        if j.dirty or j.view is None:
+            stages = []
+            si = self._slot_idx
+            for st in j.stages:
+                head = st.ready[0] if st.ready else 0
+                size = st.vectors[head][si]
+                stages.append(StageView(
+                    name=st.stage.name, index=st.index, kind=st.stage.kind, total=st.total,
+                    waiting=st.total if st.locked else 0, ready=len(st.ready),
+                    running=st.running, done=st.done,
+                    expected_duration=st.expected,
+                    demand=st.stage.tasks[head].demand,
+                    slot_size=size if size > 0 else 1.0, gang=st.gang,
+                ))
+            job = j.job
+            j.view = JobView(job.id, job.tenant, job.submit, job.weight, job.priority,
+                             job.job_class, job.utility, j.state, j.start, tuple(stages))
+            j.dirty = False
+        return j.view
+
+    def _decide(self, triggers: frozenset[Trigger], cmds: list[Command]) -> None:
+        snap = self.snapshot(triggers)
+        t0 = self._timer()
+        decision = self.policy.decide(snap)
+        self.stats.decide_seconds.append(self._timer() - t0)
+        self.stats.decisions += 1
+        validate_decision(decision, snap, self.policy.name)
+        if self._on_decision is not None:
+            self._on_decision(self.now, snap, decision)
+        self._install(decision, cmds)
+
+    def _install(self, decision: Decision, cmds: list[Command]) -> None:
+        self.decision = decision
+        for item in decision.infeasible:
+            self.infeasible[item.job] = item.reason
+        if decision.slot_limit != self._slot_limit:
+            self._slot_limit = decision.slot_limit
+            for m in self.machines:
+                self._refresh_open(m)
+        for j in self.active.values():
+            j.gstates = []
+        grants: list[GrantState] = []
+        for order, g in enumerate(decision.grants):
+            job = self.active[g.job]
+            stage = job.job.stage_index(g.stage) if g.stage is not None else None
+            mask = (frozenset(self._machine_index[x] for x in g.machines)
+                    if g.machines is not None else None)
+            gs = GrantState(order, job, stage, mask, INF if g.slots is None else g.slots)
+            job.gstates.append(gs)
+            grants.append(gs)
+        for gs in grants:
+            job = gs.job
+            if gs.stage is None and gs.mask is None:
+                gs.running = len(job.running)
+            else:
+                gs.running = sum(1 for r, (mi, _) in job.running.items()
+                                 if gs.covers(r[1], mi))
+        self._grants = grants
+        for g, gs in zip(decision.grants, grants, strict=True):
+            if g.kill_excess and gs.running > gs.limit:
+                excess = int(gs.running - gs.limit)
+                victims = [r for r, (mi, _) in reversed(gs.job.running.items())
+                           if gs.covers(r[1], mi)][:excess]  # most recently started first
+                for ref in victims:
+                    self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
+
+    # ------------------------------------------------------------------ dispatching
+    def _dispatch(self, candidates: Iterable[int] | None, cmds: list[Command]) -> None:
+        passes = (False, True) if self.decision.backfill else (False,)
+        for ignore_limit in passes:
+            for gs in self._grants:
+                if not self._open:
+                    return
+                job = gs.job
+                if job.n_ready == 0 or job.state is JobState.DONE:
+                    continue
+                if not ignore_limit and gs.running >= gs.limit:
+                    continue
+                self._fill(gs, candidates, ignore_limit, cmds)
+
+    def _fill(self, gs: GrantState, candidates: Iterable[int] | None, ignore_limit: bool,
+              cmds: list[Command]) -> None:
+        job = gs.job
+        if candidates is None:
+            cands = self._open if gs.mask is None else [i for i in self._open if i in gs.mask]
+        else:
+            cands = [i for i in candidates if i in self._open_set
+                     and (gs.mask is None or i in gs.mask)]
+        if not cands:
+            return
+        if cands is self._open:
+            cands = list(cands)  # launching closes machines: iterate over a copy
+        machines = self.machines
+        open_set = self._open_set
+        for st in job.stages:
+            if (gs.stage is not None and st.index != gs.stage) or not st.ready:
+                continue
+            if st.gang:
+                self._fill_gang(gs, st, cands, ignore_limit, cmds)
+                continue
+            p = 0
+            n = len(cands)
+            while st.ready and (ignore_limit or gs.running < gs.limit):
+                v = st.vectors[st.ready[0]]
+                while p < n:
+                    mi = cands[p]
+                    if mi in open_set:
+                        m = machines[mi]
+                        if self._fits(m, st, v):
+                            break
+                    p += 1
+                if p == n:
+                    break  # the head task fits on no candidate machine now
+                self._launch(job, st, machines[cands[p]], gs, cmds)
+                if self.validate:
+                    self._check_machine(machines[cands[p]])
+
+    def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], ignore_limit: bool,
+                   cmds: list[Command]) -> None:
+        n = len(st.ready)
+        if st.running or (not ignore_limit and gs.running + n > gs.limit):
+            return
+        trial = {mi: list(self.machines[mi].used) for mi in cands}
+        counts = {mi: [self.machines[mi].ntasks, self.machines[mi].nreduce] for mi in cands}
+        placement: list[int] = []
+        for idx in st.ready:
+            v = st.vectors[idx]
+            for mi in cands:
+                if self._trial_fits(mi, st, v, trial, counts):
+                    trial[mi] = [u + x for u, x in zip(trial[mi], v, strict=True)]
+                    counts[mi][0] += 1
+                    counts[mi][1] += int(st.is_reduce)
+                    placement.append(mi)
+                    break
+            else:
+                return  # the whole gang does not fit now
+        for mi in placement:
+            self._launch(gs.job, st, self.machines[mi], gs, cmds)
+
+    def _trial_fits(self, mi: int, st: StageRT, v: tuple[float, ...],
+                    trial: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
+        m = self.machines[mi]
+        if m.state is not _UP:
+            return False
+        sl = self._slot_limit
+        if sl is not None:
+            nt, nr = counts[mi]
+            if sl.reduce_per_machine is None:
+                return nt < sl.per_machine
+            return nr < sl.reduce_per_machine if st.is_reduce else nt - nr < sl.per_machine
+        return all(u + x <= c + EPS for u, x, c in zip(trial[mi], v, m.cap, strict=True))
+
+    # ------------------------------------------------------------------ invariants
+    def _check_machine(self, m: MachineRT) -> None:
+        sl = self._slot_limit
+        if sl is not None:
+            if sl.reduce_per_machine is None:
+                ok = m.ntasks <= sl.per_machine
+            else:
+                ok = (m.ntasks - m.nreduce <= sl.per_machine
+                      and m.nreduce <= sl.reduce_per_machine)
+            if not ok:
+                raise IllegalTransition(f"machine {m.id} runs more tasks than its slots")
+        elif not all(u <= c + 1e-6 for u, c in zip(m.used, m.cap, strict=True)):
+            raise IllegalTransition(f"machine {m.id}: declared capacity exceeded: used "
+                                    f"{m.used} > capacity {list(m.cap)}")
+
+    def check_invariants(self) -> None:
+        """Cross-check every counter against the underlying records (slow; for tests)."""
+        per_machine: dict[int, list[float]] = {m.index: [0.0] * len(self.names)
+                                               for m in self.machines}
+        ntasks = dict.fromkeys(per_machine, 0)
+        for job in self.active.values():
+            counts = {s.index: 0 for s in job.stages}
+            for ref, (mi, _) in job.running.items():
+                st = job.stages[ref[1]]
+                if st.states[ref[2]] is not _RUNNING:
+                    raise IllegalTransition(f"{ref} listed running but is "
+                                            f"{st.states[ref[2]].name}")
+                counts[ref[1]] += 1
+                ntasks[mi] += 1
+                per_machine[mi] = [a + b for a, b in
+                                   zip(per_machine[mi], st.vectors[ref[2]], strict=True)]
+                if self.machines[mi].state is not _UP:
+                    raise IllegalTransition(f"{ref} runs on machine that is down")
+            n_ready = 0
+            for st in job.stages:
+                if counts[st.index] != st.running:
+                    raise IllegalTransition(f"job {job.id} stage {st.index}: running counter "
+                                            f"{st.running} != {counts[st.index]}")
+                states = st.states
+                if sorted(st.ready) != [i for i, s in enumerate(states) if s is _READY]:
+                    raise IllegalTransition(f"job {job.id} stage {st.index}: ready queue out "
+                                            "of sync")
+                if st.done != sum(1 for s in states if s is _DONE):
+                    raise IllegalTransition(f"job {job.id} stage {st.index}: done counter")
+                n_ready += len(st.ready)
+            if n_ready != job.n_ready:
+                raise IllegalTransition(f"job {job.id}: n_ready {job.n_ready} != {n_ready}")
+        for m in self.machines:
+            if ntasks[m.index] != m.ntasks or len(m.tasks) != m.ntasks:
+                raise IllegalTransition(f"machine {m.id}: task count out of sync")
+            if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
+                raise IllegalTransition(f"machine {m.id}: used {m.used} != "
+                                        f"{per_machine[m.index]}")
+            should_open = m.state is _UP and self._has_room(m)
+            if should_open != (m.index in self._open_set):
+                raise IllegalTransition(f"machine {m.id}: open set out of sync")
+        if self._open != sorted(self._open_set):
+            raise IllegalTransition("open list out of sync with open set")
+        for gs in self._grants:
+            if gs.job.state is JobState.DONE:
+                continue
+            expect = sum(1 for r, (mi, _) in gs.job.running.items() if gs.covers(r[1], mi))
+            if expect != gs.running:
+                raise IllegalTransition(f"grant of {gs.job.id}: running {gs.running} != "
+                                        f"{expect}")

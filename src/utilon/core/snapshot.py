@@ -1,0 +1,137 @@
+"""The frozen view of the world a policy decides on.
+
+A snapshot is built by the core at each policy call and is never mutated afterwards.  Views are
+cached by the core and rebuilt only for jobs and machines that changed since the previous
+snapshot, so a decision costs O(changed objects), not O(cluster).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from utilon.core.messages import Trigger
+from utilon.model.cluster import AttrValue
+from utilon.model.lifecycle import JobState
+from utilon.model.resources import Resources
+from utilon.model.utility import TimeUtility
+
+
+@dataclass(frozen=True, slots=True)
+class MachineView:
+    id: str
+    index: int
+    capacity: Resources  # declared capacity now (base x scale)
+    attributes: tuple[tuple[str, AttrValue], ...]
+    up: bool
+    speed: float
+    price: float
+
+    def attr(self, name: str, default: AttrValue | None = None) -> AttrValue | None:
+        for k, v in self.attributes:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class StageView:
+    name: str
+    index: int
+    kind: str
+    total: int
+    waiting: int
+    ready: int
+    running: int
+    done: int
+    expected_duration: float
+    demand: Resources  # declared demand of the stage's next ready task (or first task)
+    slot_size: float  # that demand in the cluster's slot resource (at least a tiny epsilon)
+    gang: bool
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.done
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    id: str
+    tenant: str
+    submit: float
+    weight: float
+    priority: int
+    job_class: str
+    utility: TimeUtility
+    state: JobState
+    started: float | None
+    stages: tuple[StageView, ...]
+
+    @property
+    def ready(self) -> int:
+        return sum(s.ready for s in self.stages)
+
+    @property
+    def running(self) -> int:
+        return sum(s.running for s in self.stages)
+
+    @property
+    def runnable(self) -> int:
+        """Tasks that could be running right now (ready + running)."""
+        return sum(s.ready + s.running for s in self.stages)
+
+    @property
+    def remaining(self) -> int:
+        return sum(s.total - s.done for s in self.stages)
+
+    @property
+    def remaining_work(self) -> float:
+        """Expected task-seconds left (running tasks counted whole: a pessimistic bound)."""
+        return sum((s.total - s.done) * s.expected_duration for s in self.stages)
+
+    @property
+    def goal(self) -> float:
+        g = self.utility.goal
+        return math.inf if g is None else g
+
+    @property
+    def slot_size(self) -> float:
+        """Slot-resource size of this job's next task (current runnable stage)."""
+        for s in self.stages:
+            if s.ready or s.running:
+                return s.slot_size
+        for s in self.stages:
+            if s.remaining:
+                return s.slot_size
+        return self.stages[-1].slot_size
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    now: float
+    triggers: frozenset[Trigger]
+    machines: tuple[MachineView, ...]
+    jobs: tuple[JobView, ...]  # active jobs, in arrival order
+    resource_names: tuple[str, ...]
+    slot_resource: str
+    free: np.ndarray | None = None
+    """Declared free capacity, machines x resources; filled only for policies that set
+    ``uses_free_capacity`` (building it costs O(machines x resources) per decision)."""
+
+    @property
+    def up_machines(self) -> tuple[MachineView, ...]:
+        return tuple(m for m in self.machines if m.up)
+
+    @property
+    def total_slots(self) -> float:
+        """Capacity of the up machines in the slot resource."""
+        r = self.slot_resource
+        return sum(m.capacity[r] for m in self.machines if m.up)
+
+    def job(self, job_id: str) -> JobView:
+        for j in self.jobs:
+            if j.id == job_id:
+                return j
+        raise KeyError(job_id)

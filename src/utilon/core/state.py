@@ -1,0 +1,99 @@
+"""Mutable runtime state owned by the scheduler core (one place, never shared).
+
+These are plain ``__slots__`` classes rather than dataclasses because the dispatcher touches
+them once per task event; values handed to policies are the frozen views in ``snapshot``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from utilon.core.snapshot import JobView, MachineView
+from utilon.model.cluster import Machine
+from utilon.model.job import Job, Stage
+from utilon.model.lifecycle import JobState, MachineState, TaskState
+
+
+class StageRT:
+    __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
+                 "locked", "ready", "running", "stage", "states", "total", "vectors")
+
+    def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]]) -> None:
+        self.index = index
+        self.stage = stage
+        self.total = len(stage.tasks)
+        self.vectors = vectors  # declared demand per task, ordered like the cluster resources
+        self.gang = stage.gang
+        self.expected = stage.expected_duration  # O(tasks): computed once, not per snapshot
+        self.is_reduce = stage.kind == "reduce"
+        self.deps_left = len(stage.after)
+        self.locked = self.deps_left > 0
+        self.dependents: list[int] = []
+        self.running = 0
+        self.done = 0
+        if self.locked:
+            self.states = [TaskState.WAITING] * self.total
+            self.ready: deque[int] = deque()
+        else:
+            self.states = [TaskState.READY] * self.total
+            self.ready = deque(range(self.total))
+
+
+class JobRT:
+    __slots__ = ("cost", "dirty", "finish", "gstates", "id", "job", "n_ready", "running",
+                 "stages", "start", "state", "view")
+
+    def __init__(self, job: Job, stages: list[StageRT]) -> None:
+        self.job = job
+        self.id = job.id
+        self.stages = stages
+        self.state = JobState.QUEUED
+        self.start: float | None = None
+        self.finish: float | None = None
+        # running task -> (machine index, start time); insertion order = launch order
+        self.running: dict[tuple[str, int, int], tuple[int, float]] = {}
+        self.n_ready = sum(len(s.ready) for s in stages)
+        self.gstates: list[GrantState] = []
+        self.cost = 0.0
+        self.dirty = True
+        self.view: JobView | None = None
+
+
+class MachineRT:
+    __slots__ = ("base", "cap", "id", "index", "machine", "nreduce", "ntasks", "price", "scale",
+                 "speed", "state", "tasks", "used", "view")
+
+    def __init__(self, index: int, machine: Machine, names: tuple[str, ...], up: bool) -> None:
+        self.index = index
+        self.machine = machine
+        self.id = machine.id
+        self.base = machine.capacity.vector(names)
+        self.scale = 1.0
+        self.speed = 1.0
+        self.cap = self.base
+        self.used = [0.0] * len(names)
+        self.price = machine.price
+        self.state = MachineState.UP if up else MachineState.DOWN
+        self.ntasks = 0
+        self.nreduce = 0
+        self.tasks: dict[tuple[str, int, int], None] = {}
+        self.view: MachineView | None = None
+
+
+class GrantState:
+    """A grant as installed: resolved indices and its running-task count."""
+
+    __slots__ = ("job", "limit", "mask", "order", "running", "stage")
+
+    def __init__(self, order: int, job: JobRT, stage: int | None, mask: frozenset[int] | None,
+                 limit: float) -> None:
+        self.order = order
+        self.job = job
+        self.stage = stage
+        self.mask = mask
+        self.limit = limit
+        self.running = 0
+
+    def covers(self, stage: int, machine: int) -> bool:
+        return (self.stage is None or self.stage == stage) and (
+            self.mask is None or machine in self.mask)

@@ -1,0 +1,57 @@
+"""Checks every decision against the contract before the core acts on it.
+
+A policy that grants slots to a job that is not active, names a stage or machine that does not
+exist, or gives one job overlapping grants gets an ``InvalidDecision`` naming the policy and
+the offending item: a bug surfaces at the decision that has it, not hours later as odd metrics.
+"""
+
+from __future__ import annotations
+
+from utilon.core.decision import Decision
+from utilon.core.snapshot import ClusterSnapshot
+from utilon.errors import InvalidDecision
+
+
+def _overlap(a_stage: str | None, a_m: frozenset[str] | None, b_stage: str | None,
+             b_m: frozenset[str] | None) -> bool:
+    if a_stage is not None and b_stage is not None and a_stage != b_stage:
+        return False
+    return not (a_m is not None and b_m is not None and not (a_m & b_m))
+
+
+def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) -> None:
+    where = f"policy {policy!r} at t={snap.now:g}"
+    if not isinstance(decision, Decision):
+        raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
+                              where=where)
+    jobs = {j.id: j for j in snap.jobs}
+    machine_ids = {m.id for m in snap.machines}
+    scopes: dict[str, list[tuple[str | None, frozenset[str] | None]]] = {}
+    for g in decision.grants:
+        job = jobs.get(g.job)
+        if job is None:
+            raise InvalidDecision(f"grant for job {g.job!r}, which is not active", where=where)
+        if g.slots is not None and (not isinstance(g.slots, int) or g.slots < 0):
+            raise InvalidDecision(f"grant for job {g.job!r}: slots must be a non-negative int "
+                                  f"or None, got {g.slots!r}", where=where)
+        if g.stage is not None and g.stage not in {s.name for s in job.stages}:
+            raise InvalidDecision(f"grant for job {g.job!r} names unknown stage {g.stage!r}",
+                                  where=where)
+        if g.machines is not None:
+            unknown = sorted(g.machines - machine_ids)
+            if unknown:
+                raise InvalidDecision(f"grant for job {g.job!r} names unknown machine "
+                                      f"{unknown[0]!r}", where=where)
+        for st, ms in scopes.get(g.job, []):
+            if _overlap(st, ms, g.stage, g.machines):
+                raise InvalidDecision(f"job {g.job!r} has two grants with overlapping scopes",
+                                      where=where)
+        scopes.setdefault(g.job, []).append((g.stage, g.machines))
+    for item in decision.infeasible:
+        if item.job not in jobs:
+            raise InvalidDecision(f"infeasible item names inactive job {item.job!r}",
+                                  where=where)
+    sl = decision.slot_limit
+    if sl is not None and (sl.per_machine < 1 or (sl.reduce_per_machine is not None
+                                                   and sl.reduce_per_machine < 1)):
+        raise InvalidDecision("slot limits must be >= 1", where=where)

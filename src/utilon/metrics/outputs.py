@@ -1,0 +1,158 @@
+"""Per-job rows (``jobs.csv``) and the run summary (``summary.json``).
+
+Definitions (also in docs/outputs.md):
+
+* ``goal``: the utility function's target completion time (deadline, soft bound, sigmoid
+  midpoint, ...), empty when it has none; ``delta = finish - goal``; ``missed`` when the job
+  finished after its goal or did not finish.
+* ``penalty``: RDS eq. (1), ``weight * max(0, (finish - goal) / (goal - submit))``: lateness
+  relative to the time the owner allowed.  Unfinished jobs are charged as if they finished
+  when the run stopped (a lower bound) and get their utility's lowest value.
+* ``cost``: machine price per hour x attempt time x the task's dominant share of the machine,
+  summed over every attempt (killed and lost work is paid for too).
+* ``utilisation``: declared busy resource-seconds of the slot resource over the up capacity
+  integrated from t=0 to the end of the run.
+* ``servers``: machines that were up at some point of the run.
+
+Everything except the ``timing`` key is a pure function of the scenario, the seed and the
+policy, so two runs give byte-identical files apart from ``timing``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.model.cluster import CapacityAction
+from utilon.policies.base import Policy
+from utilon.scenario.build import Workload
+from utilon.sim.engine import SimResult
+
+JOB_COLUMNS = ("id", "tenant", "class", "submit", "start", "finish", "goal", "utility",
+               "delta", "missed", "penalty", "cost")
+
+
+def _r(x: float, nd: int = 6) -> float:
+    return float(round(x, nd))
+
+
+def job_rows(result: SimResult) -> list[dict[str, Any]]:
+    rows = []
+    end = result.end_time
+    for jr in result.core.jobs.values():
+        job = jr.job
+        u = job.utility
+        goal = u.goal
+        finished = jr.finish is not None
+        t = jr.finish if finished else end
+        assert t is not None
+        utility = u.value(t) if finished else u.bounds[0]
+        late = (t - goal) if goal is not None else None
+        allowed = (goal - job.submit) if goal is not None else None
+        penalty = 0.0
+        if late is not None and allowed is not None and late > 0:
+            penalty = job.weight * late / allowed if allowed > 0 else job.weight * math.inf
+        rows.append({
+            "id": job.id,
+            "tenant": job.tenant,
+            "class": job.job_class,
+            "submit": _r(job.submit, 3),
+            "start": _r(jr.start, 3) if jr.start is not None else None,
+            "finish": _r(jr.finish, 3) if finished else None,  # type: ignore[arg-type]
+            "goal": _r(goal, 3) if goal is not None else None,
+            "utility": _r(utility),
+            "delta": _r(late, 3) if (late is not None and finished) else None,
+            "missed": (not finished) or (late is not None and late > 1e-9),
+            "penalty": _r(penalty),
+            "cost": _r(jr.cost),
+        })
+    return rows
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0
+
+
+def summarize(result: SimResult, workload: Workload, policy: Policy,
+              rows: list[dict[str, Any]]) -> dict[str, Any]:
+    core = result.core
+    finished = [r for r in rows if r["finish"] is not None]
+    utilities = [r["utility"] for r in rows]
+    responses = [r["finish"] - r["submit"] for r in finished]
+    first_submit = min((j.submit for j in workload.jobs), default=0.0)
+    end = result.end_time
+    slot = core.slot_resource
+    si = core.names.index(slot)
+    cap_int = core.capacity_integral(end)
+    util_by = {n: _r(b / c) if c > 0 else 0.0
+               for n, b, c in zip(core.names, core.busy, cap_int, strict=True)}
+    cluster = workload.cluster
+    up = {m.id for m in cluster.machines if m.id not in cluster.initially_down}
+    up |= {c.machine for c in cluster.timeline
+           if c.action is CapacityAction.JOIN and c.time <= end}
+    misses = sum(1 for r in rows if r["missed"])
+    st = core.stats
+    decide_ms = [s * 1000.0 for s in st.decide_seconds]
+    return {
+        "scenario": workload.name,
+        "policy": policy.name,
+        "params": {k: v for k, v in sorted(policy.params().items())},
+        "seed": workload.seed,
+        "jobs": len(rows),
+        "finished": len(finished),
+        "utility_min": _r(min(utilities)) if utilities else 0.0,
+        "utility_sum": _r(sum(utilities)),
+        "utility_mean": _r(sum(utilities) / len(utilities)) if utilities else 0.0,
+        "misses": misses,
+        "miss_rate": _r(misses / len(rows)) if rows else 0.0,
+        "penalty": _r(sum(r["penalty"] for r in rows)),
+        "makespan": _r(end - first_submit, 3),
+        "response_mean": _r(sum(responses) / len(responses), 3) if responses else 0.0,
+        "response_p95": _r(_pct(responses, 95), 3),
+        "utilisation": util_by[slot] if cap_int[si] > 0 else 0.0,
+        "utilisation_by_resource": util_by,
+        "servers": len(up),
+        "cost": _r(sum(r["cost"] for r in rows)),
+        "tasks": {"launched": st.launched, "completed": st.completed, "killed": st.killed,
+                  "lost": st.lost, "failed": st.failed},
+        "decisions": st.decisions,
+        "infeasible": len(core.infeasible),
+        "stopped_early": result.stopped_early,
+        "warnings": list(core.warnings[:20]),
+        "timing": {
+            "decide_ms_p50": _r(_pct(decide_ms, 50), 4),
+            "decide_ms_p95": _r(_pct(decide_ms, 95), 4),
+            "decide_ms_max": _r(max(decide_ms), 4) if decide_ms else 0.0,
+            "decide_ms_mean": _r(sum(decide_ms) / len(decide_ms), 4) if decide_ms else 0.0,
+            "wall_s": _r(result.wall_seconds, 4),
+            "events_per_s": _r(result.events / result.wall_seconds, 1)
+            if result.wall_seconds > 0 else 0.0,
+        },
+    }
+
+
+def write_jobs_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(JOB_COLUMNS)
+        for r in rows:
+            w.writerow(["" if r[c] is None else (str(r[c]).lower() if isinstance(r[c], bool)
+                                                 else r[c]) for c in JOB_COLUMNS])
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+
+
+def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any],
+                  provenance: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_jobs_csv(out_dir / "jobs.csv", rows)
+    write_summary(out_dir / "summary.json", summary)
+    (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n",
+                                             encoding="utf-8")

@@ -1,0 +1,155 @@
+"""Jobs, stages and tasks.
+
+A job is a DAG of stages listed in a topological order (a stage may only wait for stages listed
+before it).  A MapReduce job is the common case: a ``map`` stage and a ``reduce`` stage that
+waits for it.  Each task has a ``duration`` (seconds of work at full speed on an uncontended
+machine), a declared ``demand`` (what the dispatcher reserves on a machine) and an actual usage
+profile over its phases (what the fluid simulator charges against the machine; RAS's map /
+shuffle / reduce phases).  A stage marked ``gang`` launches all its tasks at once or not at all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from utilon.errors import ModelError
+from utilon.model.resources import Resources
+from utilon.model.utility import Constant, TimeUtility
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePhase:
+    """A share of a task's work during which it actually uses ``usage``."""
+
+    fraction: float
+    usage: Resources
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if not (0.0 < self.fraction <= 1.0 + 1e-12):
+            raise ModelError(f"usage phase {self.name!r}: fraction {self.fraction} not in (0, 1]")
+        if not self.usage.is_nonnegative():
+            raise ModelError(f"usage phase {self.name!r}: usage must be non-negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    duration: float
+    demand: Resources
+    phases: tuple[UsagePhase, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.duration) and self.duration > 0):
+            raise ModelError(f"task duration must be a positive number, got {self.duration!r}")
+        if not self.demand.is_nonnegative():
+            raise ModelError(f"task demand must be non-negative, got {self.demand!r}")
+        if self.phases:
+            total = sum(p.fraction for p in self.phases)
+            if abs(total - 1.0) > 1e-6:
+                raise ModelError(f"task usage phase fractions sum to {total:g}, not 1")
+
+    def usage_phases(self) -> tuple[UsagePhase, ...]:
+        """The phases, defaulting to one phase that uses exactly what was declared."""
+        return self.phases or (UsagePhase(1.0, self.demand, "run"),)
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    tasks: tuple[Task, ...]
+    after: tuple[str, ...] = ()
+    kind: str = "task"
+    gang: bool = False
+    estimate: float | None = None
+    """Expected task duration known to policies; ``None`` means the tasks' mean duration."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ModelError("stage name must not be empty")
+        if not self.tasks:
+            raise ModelError(f"stage {self.name!r} has no tasks")
+        if self.estimate is not None and not (self.estimate > 0 and math.isfinite(self.estimate)):
+            raise ModelError(f"stage {self.name!r}: estimate must be a positive number")
+
+    @property
+    def expected_duration(self) -> float:
+        if self.estimate is not None:
+            return self.estimate
+        return sum(t.duration for t in self.tasks) / len(self.tasks)
+
+    @property
+    def work(self) -> float:
+        return sum(t.duration for t in self.tasks)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    submit: float
+    stages: tuple[Stage, ...]
+    utility: TimeUtility = field(default_factory=Constant)
+    tenant: str = "default"
+    weight: float = 1.0
+    priority: int = 0
+    job_class: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ModelError("job id must not be empty")
+        if not (math.isfinite(self.submit) and self.submit >= 0):
+            raise ModelError(f"job {self.id}: submit time must be >= 0, got {self.submit!r}")
+        if not (math.isfinite(self.weight) and self.weight > 0):
+            raise ModelError(f"job {self.id}: weight must be > 0, got {self.weight!r}")
+        if not self.stages:
+            raise ModelError(f"job {self.id} has no stages")
+        seen: set[str] = set()
+        for st in self.stages:
+            if st.name in seen:
+                raise ModelError(f"job {self.id}: stage name {st.name!r} used twice")
+            for dep in st.after:
+                if dep not in seen:
+                    raise ModelError(
+                        f"job {self.id}: stage {st.name!r} waits for {dep!r}, which is not a "
+                        "stage listed before it"
+                    )
+            seen.add(st.name)
+
+    @property
+    def n_tasks(self) -> int:
+        return sum(len(s.tasks) for s in self.stages)
+
+    def stage_index(self, name: str) -> int:
+        for i, s in enumerate(self.stages):
+            if s.name == name:
+                return i
+        raise ModelError(f"job {self.id} has no stage {name!r}")
+
+
+def mapreduce_job(
+    job_id: str,
+    *,
+    submit: float = 0.0,
+    maps: int,
+    map_duration: float,
+    reduces: int = 0,
+    reduce_duration: float = 1.0,
+    demand: Resources | None = None,
+    reduce_demand: Resources | None = None,
+    utility: TimeUtility | None = None,
+    tenant: str = "default",
+    weight: float = 1.0,
+    priority: int = 0,
+    job_class: str = "",
+) -> Job:
+    """Builder for the common two-stage MapReduce job; reduces wait for all maps."""
+    d = demand if demand is not None else Resources(slots=1)
+    rd = reduce_demand if reduce_demand is not None else d
+    stages = [Stage("map", tuple(Task(map_duration, d) for _ in range(maps)), kind="map")]
+    if reduces:
+        stages.append(
+            Stage("reduce", tuple(Task(reduce_duration, rd) for _ in range(reduces)),
+                  after=("map",), kind="reduce")
+        )
+    return Job(job_id, submit, tuple(stages), utility or Constant(), tenant, weight, priority,
+               job_class)

@@ -1,0 +1,268 @@
+"""Turning a validated ``ScenarioSpec`` into model objects: a cluster and a list of jobs.
+
+All randomness comes from one ``numpy.random.Generator`` seeded with the scenario seed (or the
+``--seed`` override) and is drawn in file order: explicit jobs first, then each generator.  The
+same file and seed therefore give the same jobs, byte for byte.
+
+Standalone runtime (what ``"<k>x"`` deadlines multiply): the job alone on the cluster at t=0,
+each stage taking ``max(longest task, stage work / tasks of that stage that fit at once)``,
+stages chained along the longest ``after`` path.  It is a lower bound on the real standalone
+time (it ignores wave quantisation) and it is recorded in the run's outputs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from utilon.errors import ModelError, ScenarioError
+from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
+from utilon.model.job import Job, Stage, Task, UsagePhase
+from utilon.model.resources import Resources
+from utilon.model.utility import (
+    Constant,
+    DeadlineStep,
+    PiecewiseLinear,
+    Sigmoid,
+    SoftHard,
+    TimeUtility,
+    TruncatedLinear,
+)
+from utilon.scenario.sampling import sample, sample_many
+from utilon.scenario.spec import (
+    BatchArrival,
+    ClusterSpec,
+    ConstantSpec,
+    DeadlineSpec,
+    GeneratorSpec,
+    JobSpec,
+    PiecewiseSpec,
+    PoissonArrival,
+    ScenarioSpec,
+    SigmoidSpec,
+    SoftHardSpec,
+    StageSpec,
+    TemplateSpec,
+    TimeSpec,
+    TruncatedLinearSpec,
+    UtilitySpec,
+)
+
+_SLACK = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*x\s*$")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A built scenario: what the simulator runs, plus where it came from."""
+
+    name: str
+    seed: int
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    spec: ScenarioSpec
+    source: str = ""
+    standalone: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
+    machines: list[Machine] = []
+    down: set[str] = set()
+    for gi, g in enumerate(spec.machines):
+        ids = [g.id] if g.count == 1 else [f"{g.id}-{i}" for i in range(g.count)]
+        for mid in ids:
+            try:
+                machines.append(Machine(mid, Resources(g.capacity),
+                                        tuple(g.attributes.items()), g.price))
+            except ModelError as e:
+                raise ScenarioError(e.message, where=f"{where}cluster.machines[{gi}]") from None
+            if g.down:
+                down.add(mid)
+    all_ids = [m.id for m in machines]
+    if len(set(all_ids)) != len(all_ids):
+        dup = next(i for i in all_ids if all_ids.count(i) > 1)
+        raise ScenarioError(f"machine id {dup!r} is defined twice",
+                            where=f"{where}cluster.machines",
+                            fix="give each machine group a distinct id")
+    changes: list[CapacityChange] = []
+    for ei, ev in enumerate(spec.capacity):
+        loc = f"{where}cluster.capacity[{ei}].machines"
+        patterns = [ev.machines] if isinstance(ev.machines, str) else ev.machines
+        chosen: list[str] = []
+        for pat in patterns:
+            hits = all_ids if pat == "all" else fnmatch.filter(all_ids, pat)
+            if not hits:
+                raise ScenarioError(f"{pat!r} matches no machine", where=loc,
+                                    fix="use machine ids, a glob like 'small-*', or 'all'")
+            chosen.extend(h for h in hits if h not in chosen)
+        for mid in chosen:
+            changes.append(CapacityChange(ev.at, mid, CapacityAction(ev.action), ev.factor))
+    try:
+        return Cluster(tuple(machines), tuple(changes), frozenset(down))
+    except ModelError as e:
+        raise ScenarioError(e.message, where=f"{where}cluster") from None
+
+
+class _Builder:
+    def __init__(self, spec: ScenarioSpec, cluster: Cluster, seed: int, where: str) -> None:
+        self.spec = spec
+        self.cluster = cluster
+        self.rng = np.random.default_rng(seed)
+        self.where = where
+        self.names = set(cluster.resource_names)
+        up = [m for m in cluster.machines if m.id not in cluster.initially_down]
+        self.capacities = [m.capacity for m in (up or list(cluster.machines))]
+        self.standalone: dict[str, float] = {}
+
+    # -- stages and tasks -------------------------------------------------------------------
+    def stages(self, specs: list[StageSpec], loc: str) -> tuple[Stage, ...]:
+        out: list[Stage] = []
+        for si, s in enumerate(specs):
+            sloc = f"{loc}.stages[{si}]"
+            kind = s.kind or (s.name if s.name in ("map", "reduce") else "task")
+            for rname in list(s.demand) + [r for p in (s.usage or []) for r in p.usage]:
+                if rname not in self.names:
+                    raise ScenarioError(
+                        f"stage {s.name!r} uses resource {rname!r}, which no machine has",
+                        where=sloc, fix=f"use one of: {', '.join(sorted(self.names))}")
+            n = max(1, round(sample(s.tasks, self.rng)))
+            durations = sample_many(s.duration, self.rng, n)
+            if not np.all(np.isfinite(durations)) or np.any(durations <= 0):
+                raise ScenarioError("task durations must be positive",
+                                    where=f"{sloc}.duration", fix="set a min: on the distribution")
+            demand = Resources(s.demand)
+            phases = tuple(UsagePhase(p.fraction, Resources(p.usage), p.name)
+                           for p in (s.usage or []))
+            if s.after is not None:
+                after = tuple(s.after)
+            else:
+                after = tuple(o.name for o in out if o.kind == "map") if kind == "reduce" else ()
+            try:
+                tasks = tuple(Task(float(d), demand, phases) for d in durations)
+                out.append(Stage(s.name, tasks, after, kind, s.gang, s.estimate))
+            except ModelError as e:
+                raise ScenarioError(e.message, where=sloc) from None
+        return tuple(out)
+
+    def standalone_runtime(self, stages: tuple[Stage, ...], loc: str) -> float:
+        finish: dict[str, float] = {}
+        for st in stages:
+            d = st.tasks[0].demand
+            fit = 0.0
+            for cap in self.capacities:
+                per = min((cap[r] / x for r, x in d.items if x > 0), default=math.inf)
+                fit += math.floor(per + 1e-9) if math.isfinite(per) else len(st.tasks)
+            if fit < 1:
+                raise ScenarioError(
+                    f"a task of stage {st.name!r} demands {d!r}, which fits no machine",
+                    where=loc, fix="lower the demand or add a bigger machine")
+            longest = max(t.duration for t in st.tasks)
+            t = max(longest, st.work / min(fit, len(st.tasks)))
+            finish[st.name] = max((finish[a] for a in st.after), default=0.0) + t
+        return max(finish.values())
+
+    # -- utilities --------------------------------------------------------------------------
+    def when(self, spec: TimeSpec, submit: float, standalone: float, loc: str) -> float:
+        if isinstance(spec, str):
+            m = _SLACK.match(spec)
+            if not m:
+                raise ScenarioError(f"time {spec!r} is neither seconds nor '<k>x'", where=loc,
+                                    fix="write e.g. 600 (seconds after submit) or '2.5x'")
+            return submit + float(m.group(1)) * standalone
+        return submit + sample(spec, self.rng)
+
+    def utility(self, u: UtilitySpec, submit: float, standalone: float, loc: str) -> TimeUtility:
+        rng = self.rng
+        try:
+            if isinstance(u, DeadlineSpec):
+                return DeadlineStep(self.when(u.deadline, submit, standalone, loc),
+                                    sample(u.value, rng), sample(u.late_value, rng))
+            if isinstance(u, SoftHardSpec):
+                return SoftHard(submit, self.when(u.soft, submit, standalone, loc),
+                                self.when(u.hard, submit, standalone, loc), sample(u.value, rng))
+            if isinstance(u, TruncatedLinearSpec):
+                return TruncatedLinear(submit, self.when(u.deadline, submit, standalone, loc),
+                                       sample(u.slope, rng), sample(u.value, rng),
+                                       sample(u.late_value, rng))
+            if isinstance(u, SigmoidSpec):
+                d = self.when(u.deadline, submit, standalone, loc)
+                return Sigmoid(sample(u.p, rng), sample(u.mu, rng), d)
+            if isinstance(u, PiecewiseSpec):
+                return PiecewiseLinear(tuple((self.when(t, submit, standalone, loc), v)
+                                             for t, v in u.points))
+            assert isinstance(u, ConstantSpec)
+            return Constant(u.value)
+        except ModelError as e:
+            raise ScenarioError(e.message, where=loc) from None
+
+    # -- jobs -------------------------------------------------------------------------------
+    def job(self, js: JobSpec, loc: str) -> Job:
+        stages = self.stages(js.stages, loc)
+        standalone = self.standalone_runtime(stages, loc)
+        self.standalone[js.id] = standalone
+        utility = self.utility(js.utility, js.submit, standalone, f"{loc}.utility")
+        return Job(js.id, js.submit, stages, utility, js.tenant, js.weight, js.priority,
+                   js.job_class)
+
+    def generated(self, g: GeneratorSpec, loc: str) -> list[Job]:
+        rng = self.rng
+        n = g.count
+        arr = g.arrival
+        submits: np.ndarray
+        if isinstance(arr, PoissonArrival):
+            submits = arr.start + np.cumsum(rng.exponential(arr.mean_interarrival, n))
+        elif isinstance(arr, BatchArrival):
+            submits = np.full(n, arr.at)
+        else:
+            submits = arr.start + arr.interval * np.arange(n)
+        shares = np.asarray([t.share for t in g.templates], dtype=float)
+        picks = rng.choice(len(g.templates), size=n, p=shares / shares.sum())
+        tenants = rng.choice(len(g.tenants), size=n)
+        width = len(str(n - 1))
+        jobs = []
+        for i in range(n):
+            tpl: TemplateSpec = g.templates[int(picks[i])]
+            tloc = f"{loc}.templates[{int(picks[i])}]"
+            jid = f"{g.id_prefix}{i:0{width}d}"
+            submit = round(float(submits[i]), 6)
+            stages = self.stages(tpl.stages, tloc)
+            standalone = self.standalone_runtime(stages, tloc)
+            self.standalone[jid] = standalone
+            utility = self.utility(tpl.utility, submit, standalone, f"{tloc}.utility")
+            weight = sample(tpl.weight, rng)
+            if not weight > 0:
+                raise ScenarioError("job weight must be > 0", where=f"{tloc}.weight")
+            jobs.append(Job(jid, submit, stages, utility, g.tenants[int(tenants[i])], weight,
+                            round(sample(tpl.priority, rng)), tpl.job_class or tpl.name))
+        return jobs
+
+
+def build_workload(spec: ScenarioSpec, *, seed: int | None = None, source: str = "") -> Workload:
+    """Build cluster and jobs; ``seed`` overrides the scenario's own seed."""
+    where = f"{source}: " if source else ""
+    cluster = build_cluster(spec.cluster, where)
+    use_seed = spec.seed if seed is None else seed
+    b = _Builder(spec, cluster, use_seed, where)
+    jobs: list[Job] = []
+    for ji, js in enumerate(spec.workload.jobs):
+        jobs.append(b.job(js, f"{where}workload.jobs[{ji}]"))
+    for gi, g in enumerate(spec.workload.generate):
+        jobs.extend(b.generated(g, f"{where}workload.generate[{gi}]"))
+    if not jobs:
+        raise ScenarioError("the workload has no jobs", where=f"{where}workload",
+                            fix="add workload.jobs or workload.generate")
+    ids = [j.id for j in jobs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ScenarioError(f"job id {dup!r} is used twice", where=f"{where}workload",
+                            fix="make ids unique (generators: set distinct id_prefix)")
+    notes = (
+        "utility times are seconds after submit; '<k>x' means k x standalone runtime",
+        "standalone runtime = longest path over stages of max(longest task, stage work / "
+        "tasks that fit the cluster at t=0)",
+    )
+    return Workload(spec.name, use_seed, cluster, tuple(jobs), spec, source, b.standalone, notes)

@@ -1,0 +1,95 @@
+"""Reading scenario files, with one-line errors that name the file, the field and the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from utilon.errors import ScenarioError
+from utilon.scenario.build import Workload, build_workload
+from utilon.scenario.spec import ScenarioSpec
+
+
+def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
+    """Dotted path of an error, keeping only parts that index the user's data.
+
+    pydantic puts union tags (``deadline``, ``float``, ``tagged-union[...]``) into error
+    locations; walking the input alongside drops exactly those and keeps the user's fields.
+    """
+    out = ""
+    cur = data
+    for n, part in enumerate(loc):
+        last = n == len(loc) - 1
+        in_dict = isinstance(cur, dict) and part in cur
+        in_list = isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur)
+        if in_dict or in_list:
+            cur = cur[part]
+        elif not (last and missing):
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioError:
+    err = exc.errors()[0]
+    field = _field_path(tuple(err["loc"]), data, err["type"] == "missing")
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (typo?)"
+    elif err["type"] == "missing":
+        msg = "required field is missing"
+    elif err["type"] == "union_tag_invalid":
+        msg = err["msg"].replace("Input tag", "value")
+    extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+    return ScenarioError(f"{msg}{extra}", where=f"{source}: {field}",
+                         fix="see docs/scenario.md")
+
+
+def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
+    if not isinstance(data, dict):
+        raise ScenarioError("a scenario must be a mapping with cluster: and workload:",
+                            where=source, fix="see examples/")
+    try:
+        return ScenarioSpec.model_validate(data)
+    except ValidationError as exc:
+        raise _pydantic_error(exc, data, source) from None
+
+
+def read_scenario(path: str | Path) -> ScenarioSpec:
+    p = Path(path)
+    if not p.exists():
+        raise ScenarioError("file not found", where=str(p), fix="check the path")
+    if p.is_dir():
+        raise ScenarioError("is a directory, not a scenario file", where=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"cannot read: {e}", where=str(p)) from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ScenarioError(f"YAML syntax error: {problem}", where=f"{p}{at}") from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"JSON syntax error: {e.msg}",
+                            where=f"{p}:{e.lineno}:{e.colno}") from None
+    return parse_scenario(data, str(p))
+
+
+def load_workload(path: str | Path, *, seed: int | None = None) -> Workload:
+    """Read, validate and build a scenario file."""
+    spec = read_scenario(path)
+    return build_workload(spec, seed=seed, source=str(path))
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    schema = ScenarioSpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "utilon scenario"
+    return schema

@@ -1,0 +1,249 @@
+"""The scenario file format, as pydantic models.
+
+These models are the single source of truth for the format: they validate files (unknown keys
+are errors, so a typo never silently falls back to a default) and they generate the JSON Schema
+published in ``docs/scenario.schema.json``.  Times inside a job's utility are relative to the
+job's submit time; a string like ``"2.5x"`` means 2.5 times the job's standalone runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+AttrValue = str | int | float | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- distributions ---------------------------------------------------------------------------
+class _Dist(_Strict):
+    min: float | None = Field(None, description="clip samples below this value")
+    max: float | None = Field(None, description="clip samples above this value")
+
+
+class ConstantDist(_Dist):
+    dist: Literal["constant"]
+    value: float
+
+
+class UniformDist(_Dist):
+    dist: Literal["uniform"]
+    low: float
+    high: float
+
+
+class NormalDist(_Dist):
+    dist: Literal["normal"]
+    mean: float
+    std: float = Field(ge=0)
+
+
+class LognormalDist(_Dist):
+    dist: Literal["lognormal"]
+    median: float = Field(gt=0, description="exp(mu) of the underlying normal")
+    sigma: float = Field(ge=0)
+
+
+class ExponentialDist(_Dist):
+    dist: Literal["exponential"]
+    mean: float = Field(gt=0)
+
+
+class ChoiceDist(_Dist):
+    dist: Literal["choice"]
+    values: list[float] = Field(min_length=1)
+    weights: list[float] | None = None
+
+
+DistSpec = Annotated[
+    ConstantDist | UniformDist | NormalDist | LognormalDist | ExponentialDist | ChoiceDist,
+    Field(discriminator="dist"),
+]
+Num = float | DistSpec
+"""A number, or a distribution sampled with the scenario's seeded generator."""
+
+TimeSpec = float | str | DistSpec
+"""Seconds after submit (a number or distribution), or ``"<k>x"``: k x standalone runtime."""
+
+
+# -- utilities -------------------------------------------------------------------------------
+class DeadlineSpec(_Strict):
+    kind: Literal["deadline"]
+    deadline: TimeSpec
+    value: Num = 1.0
+    late_value: Num = 0.0
+
+
+class SoftHardSpec(_Strict):
+    kind: Literal["soft_hard"]
+    soft: TimeSpec
+    hard: TimeSpec
+    value: Num = 1.0
+
+
+class TruncatedLinearSpec(_Strict):
+    kind: Literal["truncated_linear"]
+    deadline: TimeSpec
+    slope: Num = Field(description="utility lost per second of execution")
+    value: Num = 1.0
+    late_value: Num = 0.0
+
+
+class SigmoidSpec(_Strict):
+    kind: Literal["sigmoid"]
+    deadline: TimeSpec
+    p: Num = 1.0
+    mu: Num = Field(description="decay factor (per second)")
+
+
+class PiecewiseSpec(_Strict):
+    kind: Literal["piecewise"]
+    points: list[tuple[TimeSpec, float]] = Field(min_length=1)
+
+
+class ConstantSpec(_Strict):
+    kind: Literal["constant"]
+    value: float = 1.0
+
+
+UtilitySpec = Annotated[
+    DeadlineSpec | SoftHardSpec | TruncatedLinearSpec | SigmoidSpec | PiecewiseSpec
+    | ConstantSpec,
+    Field(discriminator="kind"),
+]
+
+
+# -- jobs ------------------------------------------------------------------------------------
+class UsagePhaseSpec(_Strict):
+    fraction: float = Field(gt=0, le=1)
+    usage: dict[str, float]
+    name: str = ""
+
+
+class StageSpec(_Strict):
+    name: str = Field(min_length=1)
+    kind: str | None = Field(None, description="map, reduce or task; default from the name")
+    tasks: Num = Field(description="number of tasks (sampled once per job, rounded, >= 1)")
+    duration: Num = Field(description="seconds of work per task at full speed (per task)")
+    demand: dict[str, float] = Field(default_factory=lambda: {"slots": 1.0})
+    usage: list[UsagePhaseSpec] | None = Field(
+        None, description="actual usage phases; default: one phase using the declared demand")
+    after: list[str] | None = Field(
+        None, description="stages this one waits for; default: reduce waits for all maps")
+    gang: bool = False
+    estimate: float | None = Field(None, gt=0, description="task duration policies expect")
+
+
+class JobSpec(_Strict):
+    id: str = Field(min_length=1)
+    submit: float = Field(ge=0)
+    tenant: str = "default"
+    weight: float = Field(1.0, gt=0)
+    priority: int = 0
+    job_class: str = Field("", alias="class")
+    utility: UtilitySpec = Field(default_factory=lambda: ConstantSpec(kind="constant"))
+    stages: list[StageSpec] = Field(min_length=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class TemplateSpec(_Strict):
+    name: str = Field(min_length=1)
+    share: float = Field(1.0, gt=0, description="relative frequency of this template")
+    job_class: str | None = Field(None, alias="class")
+    weight: Num = 1.0
+    priority: Num = 0.0
+    utility: UtilitySpec = Field(default_factory=lambda: ConstantSpec(kind="constant"))
+    stages: list[StageSpec] = Field(min_length=1)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PoissonArrival(_Strict):
+    process: Literal["poisson"]
+    mean_interarrival: float = Field(gt=0)
+    start: float = Field(0.0, ge=0)
+
+
+class UniformArrival(_Strict):
+    process: Literal["uniform"]
+    interval: float = Field(gt=0)
+    start: float = Field(0.0, ge=0)
+
+
+class BatchArrival(_Strict):
+    process: Literal["batch"]
+    at: float = Field(0.0, ge=0)
+
+
+ArrivalSpec = Annotated[PoissonArrival | UniformArrival | BatchArrival,
+                        Field(discriminator="process")]
+
+
+class GeneratorSpec(_Strict):
+    count: int = Field(ge=1)
+    id_prefix: str = "job"
+    arrival: ArrivalSpec
+    tenants: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
+    templates: list[TemplateSpec] = Field(min_length=1)
+
+
+class WorkloadSpec(_Strict):
+    jobs: list[JobSpec] = Field(default_factory=list)
+    generate: list[GeneratorSpec] = Field(default_factory=list)
+
+
+# -- cluster ---------------------------------------------------------------------------------
+class MachineGroupSpec(_Strict):
+    id: str = Field(min_length=1, description="machine id, or id prefix when count > 1")
+    count: int = Field(1, ge=1)
+    capacity: dict[str, float] = Field(min_length=1)
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    price: float = Field(0.0, ge=0, description="cost per machine-hour")
+    down: bool = Field(False, description="absent at t=0 (joins later via the timeline)")
+
+    @field_validator("capacity")
+    @classmethod
+    def _nonneg(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            if x < 0:
+                raise ValueError(f"capacity of {k!r} must be >= 0")
+        return v
+
+
+class CapacityEventSpec(_Strict):
+    at: float = Field(ge=0)
+    action: Literal["join", "leave", "scale", "speed"]
+    machines: list[str] | str = Field(
+        description="machine ids, a glob like 'small-*', or 'all'")
+    factor: float = Field(1.0, ge=0)
+
+
+class ClusterSpec(_Strict):
+    machines: list[MachineGroupSpec] = Field(min_length=1)
+    capacity: list[CapacityEventSpec] = Field(default_factory=list)
+
+
+class PolicySpec(_Strict):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SimulationSpec(_Strict):
+    horizon: float | None = Field(None, gt=0, description="stop the run at this time")
+
+
+class ScenarioSpec(_Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    seed: int = 0
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+    policy: PolicySpec | None = Field(None, description="policy `utilon simulate` uses by default")
+    policies: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="parameters per policy name, used whenever it runs")
+    simulation: SimulationSpec = Field(default_factory=lambda: SimulationSpec(horizon=None))

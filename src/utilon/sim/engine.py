@@ -1,0 +1,210 @@
+"""The discrete-event simulator: an event heap, a step loop, and the fluid model.
+
+Heap entries are ``(time, phase, seq, kind, payload)``: one total order, where ``phase`` breaks
+ties at equal times (task ends, then capacity changes, then arrivals, then control ticks) and
+``seq`` keeps insertion order within a phase.  All events at one instant are handed to the
+scheduler core as one batch of stimuli, so a policy sees the world after everything that
+happened at that instant.  Arrivals and capacity changes are fed lazily from sorted lists so
+the heap only ever holds one of each.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from utilon.core.decision import Decision
+from utilon.core.messages import (
+    CapacityChanged,
+    JobSubmitted,
+    Launch,
+    Stimulus,
+    TaskFinished,
+    TaskRef,
+    Tick,
+)
+from utilon.core.scheduler import SchedulerCore
+from utilon.core.snapshot import ClusterSnapshot
+from utilon.model.cluster import CapacityAction, CapacityChange, Cluster
+from utilon.model.job import Job
+from utilon.policies.base import Policy
+from utilon.sim.fluid import Exec, FluidModel
+
+log = logging.getLogger(__name__)
+
+# A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
+# with nothing running, nothing launched and no arrival or capacity change ahead, stop.
+MAX_IDLE_TICKS = 1000
+
+
+class Phase(IntEnum):
+    """Order of events that happen at the same instant."""
+
+    TASK = 0
+    CAPACITY = 1
+    ARRIVAL = 2
+    TICK = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    core: SchedulerCore
+    end_time: float
+    events: int
+    task_events: int
+    wall_seconds: float
+    stopped_early: str  # "" or why the run stopped before every job finished
+
+
+class Simulation:
+    """Runs one policy over one workload on one cluster."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[Job],
+        policy: Policy,
+        *,
+        horizon: float | None = None,
+        record_attempts: bool = True,
+        validate: bool = False,
+        timer: Callable[[], float] = time.perf_counter,
+        on_decision: Callable[[float, ClusterSnapshot, Decision], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
+        self.policy = policy
+        self.horizon = horizon
+        self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
+                                  validate=validate, timer=timer, on_decision=on_decision)
+        self._heap: list[tuple[float, int, int, int, object]] = []
+        self._seq = 0
+        self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec)
+        self._timer = timer
+        self._progress = progress
+        self._machine_index = {m.id: i for i, m in enumerate(cluster.machines)}
+
+    # -- scheduling helpers -----------------------------------------------------------------
+    def _push(self, t: float, phase: Phase, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, phase, self._seq, phase, payload))
+
+    def _schedule_exec(self, t: float, ex: Exec) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, 0, self._seq, 0, (ex, ex.version)))
+
+    # -- the step loop ----------------------------------------------------------------------
+    def run(self) -> SimResult:
+        wall0 = self._timer()
+        core = self.core
+        fluid = self.fluid
+        heap = self._heap
+        pop = heapq.heappop
+        jobs = self.jobs
+        timeline = self.cluster.timeline
+        next_job = 0
+        next_change = 0
+        if jobs:
+            self._push(jobs[0].submit, Phase.ARRIVAL, None)
+        if timeline:
+            self._push(timeline[0].time, Phase.CAPACITY, None)
+        tick = self.policy.tick
+        if tick is not None and tick <= 0:
+            raise ValueError("policy tick must be > 0")
+        if tick is not None and jobs:
+            self._push(jobs[0].submit + tick, Phase.TICK, None)
+        events = task_events = 0
+        idle_ticks = 0
+        stopped = ""
+        total_jobs = len(jobs)
+        finished_reported = 0
+        now = 0.0
+        while heap:
+            now = heap[0][0]
+            if self.horizon is not None and now > self.horizon:
+                stopped = f"horizon {self.horizon:g} s reached"
+                now = self.horizon
+                break
+            stimuli: list[Stimulus] = []
+            ticked = False
+            while heap and heap[0][0] == now:
+                _, _, _, kind, payload = pop(heap)
+                events += 1
+                if kind == 0:
+                    ex: Exec = payload[0]  # type: ignore[index]
+                    if payload[1] != ex.version:  # type: ignore[index]
+                        continue
+                    task_events += 1
+                    if fluid.phase_end(ex, now):
+                        stimuli.append(TaskFinished(ex.ref))
+                elif kind == Phase.ARRIVAL:
+                    stimuli.append(JobSubmitted(jobs[next_job]))
+                    next_job += 1
+                    if next_job < total_jobs:
+                        self._push(jobs[next_job].submit, Phase.ARRIVAL, None)
+                elif kind == Phase.CAPACITY:
+                    change = timeline[next_change]
+                    next_change += 1
+                    if next_change < len(timeline):
+                        self._push(timeline[next_change].time, Phase.CAPACITY, None)
+                    self._apply_capacity(change, now)
+                    stimuli.append(CapacityChanged(change))
+                else:
+                    ticked = True
+                    stimuli.append(Tick())
+            if stimuli:
+                cmds = core.handle(now, stimuli)
+                for c in cmds:
+                    if type(c) is Launch:
+                        self._launch(c.task, c.machine, now)
+                    else:
+                        fluid.kill(c.task, now)
+                if ticked:
+                    idle_ticks = 0 if (cmds or fluid.execs) else idle_ticks + 1
+                    more = next_job < total_jobs or next_change < len(timeline)
+                    if more or (core.active and idle_ticks < MAX_IDLE_TICKS):
+                        self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]
+                    elif core.active:
+                        stopped = (f"nothing ran for {MAX_IDLE_TICKS} control ticks and nothing "
+                                   "will change")
+                if self._progress is not None:
+                    done = total_jobs - len(core.active) - (total_jobs - next_job)
+                    if done != finished_reported:
+                        finished_reported = done
+                        self._progress(done, total_jobs)
+        if core.active and not stopped:
+            stopped = "no task can run and nothing will change"
+        end = max((j.finish for j in core.jobs.values() if j.finish is not None), default=now)
+        return SimResult(core, end if not stopped else now, events, task_events,
+                         self._timer() - wall0, stopped)
+
+    def _launch(self, ref: TaskRef, machine: str, now: float) -> None:
+        job_rt = self.core.jobs[ref[0]]
+        st = job_rt.stages[ref[1]]
+        task = st.stage.tasks[ref[2]]
+        if task.phases:
+            names = self.core.names
+            phases = tuple((p.fraction * task.duration, p.usage.vector(names))
+                           for p in task.phases)
+        else:
+            phases = ((task.duration, st.vectors[ref[2]]),)
+        self.fluid.launch(ref, self._machine_index[machine], now, phases)
+
+    def _apply_capacity(self, change: CapacityChange, now: float) -> None:
+        mi = self._machine_index[change.machine]
+        if change.action is CapacityAction.LEAVE:
+            self.fluid.drop_machine(mi)
+        elif change.action is CapacityAction.SCALE:
+            self.fluid.set_scale(mi, change.factor, now)
+        elif change.action is CapacityAction.SPEED:
+            self.fluid.set_speed(mi, change.factor, now)
+
+
+def simulate(cluster: Cluster, jobs: Sequence[Job], policy: Policy, **kw: object) -> SimResult:
+    """Convenience wrapper: build a ``Simulation`` and run it."""
+    return Simulation(cluster, jobs, policy, **kw).run()  # type: ignore[arg-type]

@@ -1,0 +1,166 @@
+"""The fluid progress model: how fast each running task advances.
+
+Tasks that share a machine share its actual resources.  For every resource ``r`` whose total
+actual usage ``U_r`` exceeds the machine's capacity ``C_r``, every task that uses ``r`` is
+slowed by ``C_r / U_r``; a task's rate is the machine's speed times the smallest factor over the
+resources it uses.  Whenever the set of tasks, a task's usage phase, the capacity or the speed
+of a machine changes, the rates of its tasks are recomputed and their end-of-phase events are
+re-issued (older events carry a stale version and are skipped).
+
+When a machine is not over-committed before or after a change, every rate equals the
+machine's speed and nothing needs recomputing: that fast path is the common case and keeps the
+simulator close to the cost of a bare event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from utilon.core.messages import TaskRef
+from utilon.model.cluster import Cluster
+
+EPS = 1e-9
+
+Schedule = Callable[[float, "Exec"], None]
+
+
+class Exec:
+    """A running attempt: its usage phases and its progress in the current one."""
+
+    __slots__ = ("last", "machine", "phase", "phases", "rate", "ref", "remaining", "version")
+
+    def __init__(self, ref: TaskRef, machine: int,
+                 phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
+        self.ref = ref
+        self.machine = machine
+        self.phases = phases  # (work seconds at full speed, actual usage vector)
+        self.phase = 0
+        self.remaining = phases[0][0]
+        self.rate = 0.0
+        self.last = 0.0
+        self.version = 0
+
+
+class MachineFluid:
+    __slots__ = ("base", "cap", "execs", "over", "speed", "usage")
+
+    def __init__(self, base: tuple[float, ...]) -> None:
+        self.base = base
+        self.cap = base
+        self.speed = 1.0
+        self.usage = [0.0] * len(base)
+        self.execs: dict[TaskRef, Exec] = {}
+        self.over = False
+
+    def overcommitted(self) -> bool:
+        return any(u > c + EPS for u, c in zip(self.usage, self.cap, strict=True))
+
+
+class FluidModel:
+    def __init__(self, cluster: Cluster, names: tuple[str, ...], schedule: Schedule) -> None:
+        self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
+        self.execs: dict[TaskRef, Exec] = {}
+        self._schedule = schedule
+
+    # -- task lifecycle ---------------------------------------------------------------------
+    def launch(self, ref: TaskRef, mi: int, now: float,
+               phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
+        m = self.machines[mi]
+        ex = Exec(ref, mi, phases)
+        ex.last = now
+        m.execs[ref] = ex
+        self.execs[ref] = ex
+        use = phases[0][1]
+        m.usage = [u + x for u, x in zip(m.usage, use, strict=True)]
+        if m.over or m.overcommitted():
+            self._recompute(m, now)
+        else:
+            ex.rate = m.speed
+            if ex.rate > 0:
+                self._schedule(now + ex.remaining / ex.rate, ex)
+
+    def phase_end(self, ex: Exec, now: float) -> bool:
+        """Advance ``ex`` past its current phase; True if the task is finished."""
+        m = self.machines[ex.machine]
+        old = ex.phases[ex.phase][1]
+        ex.phase += 1
+        if ex.phase == len(ex.phases):
+            self._remove(m, ex, now)
+            return True
+        new = ex.phases[ex.phase][1]
+        m.usage = [u - a + b for u, a, b in zip(m.usage, old, new, strict=True)]
+        ex.remaining = ex.phases[ex.phase][0]
+        ex.last = now
+        ex.version += 1
+        if m.over or m.overcommitted():
+            ex.rate = -1.0  # force a fresh event from the recomputation
+            self._recompute(m, now)
+        elif ex.rate > 0:
+            self._schedule(now + ex.remaining / ex.rate, ex)
+        return False
+
+    def kill(self, ref: TaskRef, now: float) -> None:
+        ex = self.execs.get(ref)
+        if ex is not None:
+            self._remove(self.machines[ex.machine], ex, now)
+
+    def _remove(self, m: MachineFluid, ex: Exec, now: float) -> None:
+        del m.execs[ex.ref]
+        del self.execs[ex.ref]
+        ex.version += 1
+        use = ex.phases[min(ex.phase, len(ex.phases) - 1)][1]
+        m.usage = [u - x for u, x in zip(m.usage, use, strict=True)]
+        if not m.execs:
+            m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
+        if m.over:
+            self._recompute(m, now)
+
+    # -- capacity ---------------------------------------------------------------------------
+    def drop_machine(self, mi: int) -> list[TaskRef]:
+        """The machine left: its tasks are gone (the core re-queues them)."""
+        m = self.machines[mi]
+        lost = list(m.execs)
+        for ex in m.execs.values():
+            ex.version += 1
+            del self.execs[ex.ref]
+        m.execs = {}
+        m.usage = [0.0] * len(m.usage)
+        m.over = False
+        return lost
+
+    def set_scale(self, mi: int, factor: float, now: float) -> None:
+        m = self.machines[mi]
+        m.cap = tuple(b * factor for b in m.base)
+        self._recompute(m, now)
+
+    def set_speed(self, mi: int, factor: float, now: float) -> None:
+        m = self.machines[mi]
+        m.speed = factor
+        self._recompute(m, now)
+
+    # -- rates ------------------------------------------------------------------------------
+    def _recompute(self, m: MachineFluid, now: float) -> None:
+        factors = [
+            (1.0 if u <= c + EPS else (c / u if c > 0 else 0.0)) if u > EPS else 1.0
+            for u, c in zip(m.usage, m.cap, strict=True)
+        ]
+        m.over = any(f < 1.0 for f in factors)
+        speed = m.speed
+        for ex in m.execs.values():
+            use = ex.phases[ex.phase][1]
+            f = 1.0
+            for x, fr in zip(use, factors, strict=True):
+                if x > 0 and fr < f:
+                    f = fr
+            rate = speed * f
+            if rate == ex.rate:
+                continue
+            if ex.rate > 0:
+                ex.remaining -= ex.rate * (now - ex.last)
+                if ex.remaining < 0:
+                    ex.remaining = 0.0
+            ex.last = now
+            ex.rate = rate
+            ex.version += 1
+            if rate > 0:
+                self._schedule(now + ex.remaining / rate, ex)
