@@ -19,8 +19,9 @@ from __future__ import annotations
 import bisect
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import add, le, sub
 
 import numpy as np
 
@@ -109,6 +110,8 @@ class SchedulerCore:
         self.active: dict[str, JobRT] = {}  # submitted and not finished, arrival order
         self.decision = Decision()
         self._grants: list[GrantState] = []
+        self._hungry: set[int] = set()  # see _touch
+        self._with_ready: set[int] = set()
         self._slot_limit: SlotLimit | None = None
         self._min_demand: list[float] | None = None
         self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
@@ -168,8 +171,15 @@ class SchedulerCore:
         if job.id in self.jobs:
             raise IllegalTransition(f"job {job.id!r} submitted twice")
         stages = []
+        names = self.names
         for i, st in enumerate(job.stages):
-            vecs = [t.demand.vector(self.names) for t in st.tasks]
+            by_demand: dict[int, tuple[float, ...]] = {}  # tasks of a stage share demand objects
+            vecs = []
+            for t in st.tasks:
+                v = by_demand.get(id(t.demand))
+                if v is None:
+                    v = by_demand[id(t.demand)] = t.demand.vector(names)
+                vecs.append(v)
             stages.append(StageRT(i, st, vecs))
             self._note_demands(job, vecs)
         index = {st.name: i for i, st in enumerate(job.stages)}
@@ -215,7 +225,8 @@ class SchedulerCore:
             log.debug("ignoring completion of %s: not running", ref)
             return
         st = job.stages[ref[1]]
-        check_move(f"task {ref}", st.states[ref[2]], _DONE)
+        if st.states[ref[2]] is not _RUNNING:  # the table check, inlined: this is the hot path
+            check_move(f"task {ref}", st.states[ref[2]], _DONE)
         st.states[ref[2]] = _DONE
         st.running -= 1
         st.done += 1
@@ -245,6 +256,7 @@ class SchedulerCore:
             st.states[i] = _READY
         st.ready.extend(range(st.total))
         job.n_ready += st.total
+        self._touch(job)
 
     def _on_failed(self, s: TaskFailed, triggers: set[Trigger], cmds: list[Command]) -> None:
         ref = s.task
@@ -274,6 +286,7 @@ class SchedulerCore:
         elif action is CapacityAction.SCALE:
             m.scale = factor
             m.cap = tuple(b * factor for b in m.base)
+            m.free = [c + EPS - u for c, u in zip(m.cap, m.used)]
         else:
             m.speed = factor
         m.view = None
@@ -312,7 +325,7 @@ class SchedulerCore:
         md = self._min_demand
         if md is None:
             return True
-        return all(u + x <= c + EPS for u, x, c in zip(m.used, md, m.cap))
+        return all(map(le, md, m.free))
 
     def _refresh_open(self, m: MachineRT) -> None:
         should = m.state is _UP and self._has_room(m)
@@ -332,7 +345,7 @@ class SchedulerCore:
             if st.is_reduce:
                 return m.nreduce < sl.reduce_per_machine
             return m.ntasks - m.nreduce < sl.per_machine
-        return all(u + x <= c + EPS for u, x, c in zip(m.used, v, m.cap))
+        return all(map(le, v, m.free))
 
     # ------------------------------------------------------------------ launching and releasing
     def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
@@ -348,17 +361,21 @@ class SchedulerCore:
         now = self.now
         job.running[ref] = (m.index, now)
         v = st.vectors[idx]
-        m.used = [u + x for u, x in zip(m.used, v)]
+        m.used = list(map(add, m.used, v))
+        m.free = list(map(sub, m.free, v))
         m.ntasks += 1
         if st.is_reduce:
             m.nreduce += 1
         m.tasks[ref] = None
         gs.running += 1
         job.dirty = True
+        if gs.running >= gs.limit or not job.n_ready:
+            self._touch(job)
         if job.state is JobState.QUEUED:
             job.state = JobState.RUNNING
             job.start = now
-        if not self._has_room(m):
+        md = self._min_demand
+        if self._slot_limit is not None or md is None or not all(map(le, md, m.free)):
             self._refresh_open(m)
         self.stats.launched += 1
         cmds.append(Launch(ref, m.id))
@@ -366,7 +383,8 @@ class SchedulerCore:
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
         v = st.vectors[ref[2]]
-        m.used = [u - x for u, x in zip(m.used, v)]
+        m.used = list(map(sub, m.used, v))
+        m.free = list(map(add, m.free, v))
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
@@ -379,6 +397,7 @@ class SchedulerCore:
                 gs = self._grant_for(job, ref[1], m.index)  # type: ignore[assignment]
             if gs is not None:
                 gs.running -= 1
+            self._touch(job)
         dt = self.now - start
         busy = self.busy
         for r, x in enumerate(v):
@@ -499,6 +518,11 @@ class SchedulerCore:
                 gs.running = sum(1 for r, (mi, _) in job.running.items()
                                  if gs.covers(r[1], mi))
         self._grants = grants
+        self._hungry = set()
+        self._with_ready = set()
+        for gs in grants:
+            if gs.job.n_ready and gs.order not in self._with_ready:
+                self._touch(gs.job)
         for g, gs in zip(decision.grants, grants, strict=True):
             if g.kill_excess and gs.running > gs.limit:
                 excess = int(gs.running - gs.limit)
@@ -508,20 +532,43 @@ class SchedulerCore:
                     self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
 
     # ------------------------------------------------------------------ dispatching
-    def _dispatch(self, candidates: Iterable[int] | None, cmds: list[Command]) -> None:
+    def _touch(self, job: JobRT) -> None:
+        """Keep the two dispatch indexes in step with one job's grants.
+
+        ``_with_ready`` holds the grants whose job has a ready task; ``_hungry`` those that
+        also run fewer tasks than their limit.  Dispatch walks these (usually short) sets in
+        grant order instead of every grant, so a task event costs O(hungry grants), not
+        O(active jobs).
+        """
+        ready = job.n_ready > 0
+        for gs in job.gstates:
+            o = gs.order
+            if ready:
+                self._with_ready.add(o)
+                if gs.running < gs.limit:
+                    self._hungry.add(o)
+                else:
+                    self._hungry.discard(o)
+            else:
+                self._with_ready.discard(o)
+                self._hungry.discard(o)
+
+    def _dispatch(self, candidates: list[int] | None, cmds: list[Command]) -> None:
+        grants = self._grants
+        open_set = self._open_set
         passes = (False, True) if self.decision.backfill else (False,)
         for ignore_limit in passes:
-            for gs in self._grants:
+            for o in sorted(self._with_ready if ignore_limit else self._hungry):
                 if not self._open:
                     return
-                job = gs.job
-                if job.n_ready == 0 or job.state is JobState.DONE:
-                    continue
-                if not ignore_limit and gs.running >= gs.limit:
+                if candidates is not None and not any(c in open_set for c in candidates):
+                    return
+                gs = grants[o]
+                if gs.job.n_ready == 0 or (not ignore_limit and gs.running >= gs.limit):
                     continue
                 self._fill(gs, candidates, ignore_limit, cmds)
 
-    def _fill(self, gs: GrantState, candidates: Iterable[int] | None, ignore_limit: bool,
+    def _fill(self, gs: GrantState, candidates: list[int] | None, ignore_limit: bool,
               cmds: list[Command]) -> None:
         job = gs.job
         if candidates is None:
@@ -646,12 +693,18 @@ class SchedulerCore:
             if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
                 raise IllegalTransition(f"machine {m.id}: used {m.used} != "
                                         f"{per_machine[m.index]}")
+            if any(abs(c + EPS - u - f) > 1e-6 for c, u, f in zip(m.cap, m.used, m.free)):
+                raise IllegalTransition(f"machine {m.id}: free vector out of sync")
             should_open = m.state is _UP and self._has_room(m)
             if should_open != (m.index in self._open_set):
                 raise IllegalTransition(f"machine {m.id}: open set out of sync")
         if self._open != sorted(self._open_set):
             raise IllegalTransition("open list out of sync with open set")
         for gs in self._grants:
+            ready = gs.job.n_ready > 0
+            if (gs.order in self._with_ready) != ready or (
+                    gs.order in self._hungry) != (ready and gs.running < gs.limit):
+                raise IllegalTransition(f"grant of {gs.job.id}: dispatch index out of sync")
             if gs.job.state is JobState.DONE:
                 continue
             expect = sum(1 for r, (mi, _) in gs.job.running.items() if gs.covers(r[1], mi))

@@ -13,6 +13,8 @@ from utilon.model.cluster import Machine
 from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
+FIT_EPS = 1e-9
+
 
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
@@ -60,8 +62,8 @@ class JobRT:
 
 
 class MachineRT:
-    __slots__ = ("base", "cap", "id", "index", "machine", "nreduce", "ntasks", "price", "scale",
-                 "speed", "state", "tasks", "used", "view")
+    __slots__ = ("base", "cap", "free", "id", "index", "machine", "nreduce", "ntasks", "price",
+                 "scale", "speed", "state", "tasks", "used", "view")
 
     def __init__(self, index: int, machine: Machine, names: tuple[str, ...], up: bool) -> None:
         self.index = index
@@ -72,6 +74,9 @@ class MachineRT:
         self.speed = 1.0
         self.cap = self.base
         self.used = [0.0] * len(names)
+        # cap - used + a float tolerance, kept alongside ``used`` so that a fit test is one
+        # C-level ``all(map(le, demand, free))``
+        self.free = [c + FIT_EPS for c in self.cap]
         self.price = machine.price
         self.state = MachineState.UP if up else MachineState.DOWN
         self.ntasks = 0

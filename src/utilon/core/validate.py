@@ -25,7 +25,7 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
                               where=where)
     jobs = {j.id: j for j in snap.jobs}
-    machine_ids = {m.id for m in snap.machines}
+    machine_ids: set[str] | None = None
     scopes: dict[str, list[tuple[str | None, frozenset[str] | None]]] = {}
     for g in decision.grants:
         job = jobs.get(g.job)
@@ -38,15 +38,21 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
             raise InvalidDecision(f"grant for job {g.job!r} names unknown stage {g.stage!r}",
                                   where=where)
         if g.machines is not None:
+            if machine_ids is None:
+                machine_ids = {m.id for m in snap.machines}
             unknown = sorted(g.machines - machine_ids)
             if unknown:
                 raise InvalidDecision(f"grant for job {g.job!r} names unknown machine "
                                       f"{unknown[0]!r}", where=where)
-        for st, ms in scopes.get(g.job, []):
+        previous = scopes.get(g.job)
+        if previous is None:
+            scopes[g.job] = [(g.stage, g.machines)]
+            continue
+        for st, ms in previous:
             if _overlap(st, ms, g.stage, g.machines):
                 raise InvalidDecision(f"job {g.job!r} has two grants with overlapping scopes",
                                       where=where)
-        scopes.setdefault(g.job, []).append((g.stage, g.machines))
+        previous.append((g.stage, g.machines))
     for item in decision.infeasible:
         if item.job not in jobs:
             raise InvalidDecision(f"infeasible item names inactive job {item.job!r}",

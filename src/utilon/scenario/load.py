@@ -35,7 +35,9 @@ def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
 
 
 def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioError:
-    err = exc.errors()[0]
+    # A typo'd key is the root cause of the "missing field" error that comes with it.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    err = errors[0]
     field = _field_path(tuple(err["loc"]), data, err["type"] == "missing")
     msg = err["msg"]
     if err["type"] == "extra_forbidden":

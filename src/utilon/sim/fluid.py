@@ -15,6 +15,7 @@ simulator close to the cost of a bare event loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import add, gt, sub
 
 from utilon.core.messages import TaskRef
 from utilon.model.cluster import Cluster
@@ -42,18 +43,19 @@ class Exec:
 
 
 class MachineFluid:
-    __slots__ = ("base", "cap", "execs", "over", "speed", "usage")
+    __slots__ = ("base", "cap", "cap_eps", "execs", "over", "speed", "usage")
 
     def __init__(self, base: tuple[float, ...]) -> None:
         self.base = base
         self.cap = base
+        self.cap_eps = [c + EPS for c in base]
         self.speed = 1.0
         self.usage = [0.0] * len(base)
         self.execs: dict[TaskRef, Exec] = {}
         self.over = False
 
     def overcommitted(self) -> bool:
-        return any(u > c + EPS for u, c in zip(self.usage, self.cap, strict=True))
+        return any(map(gt, self.usage, self.cap_eps))
 
 
 class FluidModel:
@@ -71,7 +73,7 @@ class FluidModel:
         m.execs[ref] = ex
         self.execs[ref] = ex
         use = phases[0][1]
-        m.usage = [u + x for u, x in zip(m.usage, use, strict=True)]
+        m.usage = list(map(add, m.usage, use))
         if m.over or m.overcommitted():
             self._recompute(m, now)
         else:
@@ -109,7 +111,7 @@ class FluidModel:
         del self.execs[ex.ref]
         ex.version += 1
         use = ex.phases[min(ex.phase, len(ex.phases) - 1)][1]
-        m.usage = [u - x for u, x in zip(m.usage, use, strict=True)]
+        m.usage = list(map(sub, m.usage, use))
         if not m.execs:
             m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
         if m.over:
@@ -131,6 +133,7 @@ class FluidModel:
     def set_scale(self, mi: int, factor: float, now: float) -> None:
         m = self.machines[mi]
         m.cap = tuple(b * factor for b in m.base)
+        m.cap_eps = [c + EPS for c in m.cap]
         self._recompute(m, now)
 
     def set_speed(self, mi: int, factor: float, now: float) -> None:
