@@ -8,11 +8,13 @@ core's own counters).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from utilon.core import ClusterSnapshot, Decision, Grant, Trigger
 from utilon.core.scheduler import Attempt
 from utilon.model import (
     CapacityAction,
@@ -229,7 +231,7 @@ def check_run_invariants(result: SimResult, cluster: Cluster, jobs: Sequence[Job
     # a task never has two attempts at once
     for key, tries in per_task.items():
         tries = sorted(tries, key=lambda a: (a.start, a.end))
-        for a, b in zip(tries, tries[1:], strict=False):
+        for a, b in itertools.pairwise(tries):
             assert a.end <= b.start + EPS, f"{key}: overlapping attempts {a} and {b}"
 
     # -- stage order ---------------------------------------------------------------------
@@ -292,3 +294,31 @@ def check_run_invariants(result: SimResult, cluster: Cluster, jobs: Sequence[Job
                 for name, u, c in zip(names, used, cap, strict=True):
                     assert u <= c + EPS, (
                         f"{mid}: declared {name} {u} exceeds capacity {c} at t={t}")
+
+
+# ----------------------------------------------------------------------------- test policies
+def grant_all(snap: ClusterSnapshot) -> Decision:
+    """Every active job, in arrival order, with no limit."""
+    return Decision(grants=tuple(Grant(j.id) for j in snap.jobs))
+
+
+class ScriptedPolicy(Policy):
+    """A test-only policy (not registered): ``fn(snapshot) -> Decision``, optional triggers and
+    tick; records every snapshot it is shown in ``calls``."""
+
+    name = "test-scripted"
+    summary = "test policy driven by a function"
+
+    def __init__(self, fn: Callable[[ClusterSnapshot], Decision] = grant_all,
+                 triggers: Iterable[Trigger] | None = None, tick: float | None = None,
+                 uses_free: bool = False) -> None:
+        self.fn = fn
+        if triggers is not None:
+            self.triggers = frozenset(triggers)  # type: ignore[misc]
+        self.tick = tick
+        self.uses_free_capacity = uses_free  # type: ignore[misc]
+        self.calls: list[ClusterSnapshot] = []
+
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        self.calls.append(snapshot)
+        return self.fn(snapshot)

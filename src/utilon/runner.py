@@ -58,7 +58,7 @@ def run_policy(
                      horizon=workload.spec.simulation.horizon, validate=validate,
                      record_attempts=False, progress=progress)
     result = sim.run()
-    rows = job_rows(result)
+    rows = job_rows(result, workload.jobs)
     summary = summarize(result, workload, policy, rows)
     if out_dir is not None:
         write_outputs(out_dir, rows, summary, provenance(workload))

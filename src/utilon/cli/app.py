@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from utilon.errors import UtilonError
-from utilon.policies import policy_class, policy_names, policy_parameters
+from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
 from utilon.runner import RunOutput, resolve_policies, run_policy
 from utilon.scenario import load_workload, read_scenario, scenario_json_schema
 from utilon.scenario.build import build_workload
@@ -197,7 +197,8 @@ def _warn(r: RunOutput) -> None:
     s = r.summary
     if s["stopped_early"]:
         err.print(f"[yellow]warning:[/] {s['policy']}: run stopped early: "
-                  f"{s['stopped_early']}; {s['jobs'] - s['finished']} job(s) unfinished")
+                  f"{s['stopped_early']}; {s['jobs'] - s['finished']} job(s) unfinished "
+                  f"({s['unsubmitted']} never submitted)")
     for w in s["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
 
@@ -225,9 +226,11 @@ def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
         spec = read_scenario(scenario)
         workload = build_workload(spec, seed=seed, source=str(scenario))
         for name, params in spec.policies.items():
-            from utilon.policies import make_policy
-
             make_policy(name, params, where=f"{scenario}: policies.{name}")
+        if spec.policy is not None:
+            make_policy(spec.policy.name,
+                        {**spec.policies.get(spec.policy.name, {}), **spec.policy.params},
+                        where=f"{scenario}: policy")
         tasks = sum(j.n_tasks for j in workload.jobs)
         out.print(f"ok: {scenario}: scenario {workload.name!r}, "
                   f"{len(workload.cluster.machines)} machines, {len(workload.cluster.timeline)} "

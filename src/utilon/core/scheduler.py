@@ -111,6 +111,7 @@ class SchedulerCore:
         self.decision = Decision()
         self._grants: list[GrantState] = []
         self._hungry: set[int] = set()  # see _touch
+        self._widen = False  # a grant became hungry: offer it every open machine
         self._with_ready: set[int] = set()
         self._slot_limit: SlotLimit | None = None
         self._min_demand: list[float] | None = None
@@ -149,7 +150,7 @@ class SchedulerCore:
                 self._on_failed(s, triggers, cmds)  # type: ignore[arg-type]
             elif kind is CapacityChanged:
                 self._on_capacity(s.change.machine, s.change.action,  # type: ignore[union-attr]
-                                  s.change.factor)  # type: ignore[union-attr]
+                                  s.change.factor, cmds)  # type: ignore[union-attr]
                 triggers.add(Trigger.CAPACITY)
             elif kind is Tick:
                 triggers.add(Trigger.TICK)
@@ -158,10 +159,11 @@ class SchedulerCore:
         if self.active and not triggers.isdisjoint(self.policy.triggers):
             self._decide(frozenset(triggers), cmds)
             self._dispatch(None, cmds)
-        elif triggers - {Trigger.TASK_FINISHED, Trigger.TICK}:
+        elif self._widen or triggers - {Trigger.TASK_FINISHED, Trigger.TICK}:
             self._dispatch(None, cmds)  # the ready set changed: anything may fit anywhere
         elif touched:
             self._dispatch(touched, cmds)
+        self._widen = False
         if self.validate:
             self.check_invariants()
         return cmds
@@ -267,11 +269,16 @@ class SchedulerCore:
         st = job.stages[ref[1]]
         self._requeue(job, ref, "failed", None)
         triggers.add(Trigger.TASK_FAILED)
-        if st.gang:  # a gang runs whole or not at all: bring the siblings back too
-            for other in [r for r in job.running if r[1] == st.index]:
-                self._requeue(job, TaskRef(*other), "killed", cmds, reason="gang member failed")
+        self._requeue_gang(job, st.index, cmds, "gang member failed")
 
-    def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float) -> None:
+    def _requeue_gang(self, job: JobRT, stage: int, cmds: list[Command], reason: str) -> None:
+        """A gang runs whole or not at all: when one member stops, kill the others too."""
+        if job.stages[stage].gang:
+            for other in [r for r in job.running if r[1] == stage]:
+                self._requeue(job, TaskRef(*other), "killed", cmds, reason=reason)
+
+    def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float,
+                     cmds: list[Command]) -> None:
         m = self.machines[self._machine_index[machine_id]]
         self._advance_capacity_integral()
         if action is CapacityAction.JOIN:
@@ -281,7 +288,10 @@ class SchedulerCore:
             check_move(f"machine {m.id}", m.state, MachineState.DOWN)
             for ref in list(m.tasks):
                 job = self.active[ref[0]]
+                if ref not in job.running:
+                    continue  # a gang sibling already brought back below
                 self._requeue(job, TaskRef(*ref), "lost", None)
+                self._requeue_gang(job, ref[1], cmds, "gang member lost")
             m.state = MachineState.DOWN
         elif action is CapacityAction.SCALE:
             m.scale = factor
@@ -546,7 +556,10 @@ class SchedulerCore:
             if ready:
                 self._with_ready.add(o)
                 if gs.running < gs.limit:
-                    self._hungry.add(o)
+                    if o not in self._hungry:
+                        # It may now use a machine other than the one that just freed up.
+                        self._hungry.add(o)
+                        self._widen = True
                 else:
                     self._hungry.discard(o)
             else:
@@ -557,6 +570,7 @@ class SchedulerCore:
         grants = self._grants
         open_set = self._open_set
         passes = (False, True) if self.decision.backfill else (False,)
+        self._widen = False
         for ignore_limit in passes:
             for o in sorted(self._with_ready if ignore_limit else self._hungry):
                 if not self._open:
@@ -586,7 +600,8 @@ class SchedulerCore:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
                 continue
             if st.gang:
-                self._fill_gang(gs, st, cands, ignore_limit, cmds)
+                every = [i for i in self._open if gs.mask is None or i in gs.mask]
+                self._fill_gang(gs, st, every, ignore_limit, cmds)
                 continue
             p = 0
             n = len(cands)
@@ -604,6 +619,8 @@ class SchedulerCore:
                 self._launch(job, st, machines[cands[p]], gs, cmds)
                 if self.validate:
                     self._check_machine(machines[cands[p]])
+                if st.ready and st.vectors[st.ready[0]] is not v:
+                    p = 0  # a different demand may fit machines the last one skipped
 
     def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], ignore_limit: bool,
                    cmds: list[Command]) -> None:

@@ -31,7 +31,8 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
         job = jobs.get(g.job)
         if job is None:
             raise InvalidDecision(f"grant for job {g.job!r}, which is not active", where=where)
-        if g.slots is not None and (not isinstance(g.slots, int) or g.slots < 0):
+        if g.slots is not None and (not isinstance(g.slots, int) or isinstance(g.slots, bool)
+                                    or g.slots < 0):
             raise InvalidDecision(f"grant for job {g.job!r}: slots must be a non-negative int "
                                   f"or None, got {g.slots!r}", where=where)
         if g.stage is not None and g.stage not in {s.name for s in job.stages}:

@@ -6,8 +6,11 @@ Definitions (also in docs/outputs.md):
   midpoint, ...), empty when it has none; ``delta = finish - goal``; ``missed`` when the job
   finished after its goal or did not finish.
 * ``penalty``: RDS eq. (1), ``weight * max(0, (finish - goal) / (goal - submit))``: lateness
-  relative to the time the owner allowed.  Unfinished jobs are charged as if they finished
-  when the run stopped (a lower bound) and get their utility's lowest value.
+  relative to the time the owner allowed (the denominator is at least 1 s).  Unfinished jobs
+  are charged as if they finished
+  when the run stopped (a lower bound) and get their utility's lowest value; jobs whose
+  submission lies beyond a run's horizon are listed too, unfinished, and counted as
+  ``unsubmitted``.
 * ``cost``: machine price per hour x attempt time x the task's dominant share of the machine,
   summed over every attempt (killed and lost work is paid for too).
 * ``utilisation``: declared busy resource-seconds of the slot resource over the up capacity
@@ -22,13 +25,14 @@ from __future__ import annotations
 
 import csv
 import json
-import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from utilon.model.cluster import CapacityAction
+from utilon.model.job import Job
 from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
 from utilon.sim.engine import SimResult
@@ -41,35 +45,39 @@ def _r(x: float, nd: int = 6) -> float:
     return float(round(x, nd))
 
 
-def job_rows(result: SimResult) -> list[dict[str, Any]]:
+def job_rows(result: SimResult, jobs: Sequence[Job] = ()) -> list[dict[str, Any]]:
+    """One row per job: every job the core saw, then any of ``jobs`` it never saw (a run
+    stopped by its horizon before they were submitted) as unfinished rows."""
     rows = []
     end = result.end_time
-    for jr in result.core.jobs.values():
-        job = jr.job
+    seen = result.core.jobs
+    records: list[tuple[Job, float | None, float | None, float]] = [
+        (jr.job, jr.start, jr.finish, jr.cost) for jr in seen.values()]
+    records += [(j, None, None, 0.0) for j in jobs if j.id not in seen]
+    for job, start, finish, cost in records:
         u = job.utility
         goal = u.goal
-        finished = jr.finish is not None
-        t = jr.finish if finished else end
-        assert t is not None
+        finished = finish is not None
+        t = finish if finish is not None else end
         utility = u.value(t) if finished else u.bounds[0]
         late = (t - goal) if goal is not None else None
-        allowed = (goal - job.submit) if goal is not None else None
         penalty = 0.0
-        if late is not None and allowed is not None and late > 0:
-            penalty = job.weight * late / allowed if allowed > 0 else job.weight * math.inf
+        if goal is not None and late is not None and late > 0:
+            # lateness relative to the time allowed; a goal at submit counts lateness in s
+            penalty = job.weight * late / max(goal - job.submit, 1.0)
         rows.append({
             "id": job.id,
             "tenant": job.tenant,
             "class": job.job_class,
             "submit": _r(job.submit, 3),
-            "start": _r(jr.start, 3) if jr.start is not None else None,
-            "finish": _r(jr.finish, 3) if finished else None,  # type: ignore[arg-type]
+            "start": _r(start, 3) if start is not None else None,
+            "finish": _r(finish, 3) if finish is not None else None,
             "goal": _r(goal, 3) if goal is not None else None,
             "utility": _r(utility),
             "delta": _r(late, 3) if (late is not None and finished) else None,
             "missed": (not finished) or (late is not None and late > 1e-9),
             "penalty": _r(penalty),
-            "cost": _r(jr.cost),
+            "cost": _r(cost),
         })
     return rows
 
@@ -105,6 +113,7 @@ def summarize(result: SimResult, workload: Workload, policy: Policy,
         "seed": workload.seed,
         "jobs": len(rows),
         "finished": len(finished),
+        "unsubmitted": len(rows) - len(core.jobs),
         "utility_min": _r(min(utilities)) if utilities else 0.0,
         "utility_sum": _r(sum(utilities)),
         "utility_mean": _r(sum(utilities) / len(utilities)) if utilities else 0.0,
@@ -146,7 +155,7 @@ def write_jobs_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:
-    path.write_text(json.dumps(summary, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any],

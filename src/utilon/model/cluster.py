@@ -88,8 +88,20 @@ class Cluster:
             if m not in known:
                 raise ModelError(f"initially_down names unknown machine {m!r}")
         # A stable sort keeps the file order of changes at equal times.
-        object.__setattr__(self, "timeline",
-                           tuple(sorted(self.timeline, key=lambda c: c.time)))
+        timeline = tuple(sorted(self.timeline, key=lambda c: c.time))
+        object.__setattr__(self, "timeline", timeline)
+        up = {m for m in known if m not in self.initially_down}
+        for ch in timeline:  # replay: joining an up machine or removing a down one is a mistake
+            if ch.action is CapacityAction.JOIN:
+                if ch.machine in up:
+                    raise ModelError(f"at t={ch.time:g} machine {ch.machine!r} joins but is "
+                                     "already up")
+                up.add(ch.machine)
+            elif ch.action is CapacityAction.LEAVE:
+                if ch.machine not in up:
+                    raise ModelError(f"at t={ch.time:g} machine {ch.machine!r} leaves but is "
+                                     "not up")
+                up.discard(ch.machine)
 
     @property
     def resource_names(self) -> tuple[str, ...]:

@@ -39,6 +39,7 @@ INF = math.inf
 
 
 def _finite(name: str, value: float) -> float:
+    name = "value" if name == "value_before" else name  # the user-facing parameter name
     v = float(value)
     if not math.isfinite(v):
         raise ModelError(f"utility parameter {name!r} must be a finite number, got {value!r}")

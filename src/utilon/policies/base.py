@@ -94,7 +94,11 @@ def policy_parameters(name: str) -> dict[str, tuple[Any, Any]]:
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None, *, where: str = "") -> Policy:
     """Build a registered policy, validating ``params`` against its constructor."""
-    cls = policy_class(name)
+    try:
+        cls = policy_class(name)
+    except UnknownNameError as e:
+        e.where = where
+        raise
     accepted = policy_parameters(name)
     kwargs: dict[str, Any] = {}
     for key, value in (params or {}).items():

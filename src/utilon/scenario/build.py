@@ -69,6 +69,26 @@ class Workload:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Sourced:
+    """A capacity change and the index of the file event it came from."""
+
+    source: int
+    change: CapacityChange
+
+    @property
+    def time(self) -> float:
+        return self.change.time
+
+    @property
+    def action(self) -> CapacityAction:
+        return self.change.action
+
+    @property
+    def machine(self) -> str:
+        return self.change.machine
+
+
 def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
     machines: list[Machine] = []
     down: set[str] = set()
@@ -88,7 +108,7 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
         raise ScenarioError(f"machine id {dup!r} is defined twice",
                             where=f"{where}cluster.machines",
                             fix="give each machine group a distinct id")
-    changes: list[CapacityChange] = []
+    changes: list[_Sourced] = []
     for ei, ev in enumerate(spec.capacity):
         loc = f"{where}cluster.capacity[{ei}].machines"
         patterns = [ev.machines] if isinstance(ev.machines, str) else ev.machines
@@ -100,9 +120,29 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
                                     fix="use machine ids, a glob like 'small-*', or 'all'")
             chosen.extend(h for h in hits if h not in chosen)
         for mid in chosen:
-            changes.append(CapacityChange(ev.at, mid, CapacityAction(ev.action), ev.factor))
+            changes.append(_Sourced(ei, CapacityChange(ev.at, mid, CapacityAction(ev.action),
+                                                       ev.factor)))
+    # Replay up/down along time so a mistake is reported at the event that makes it.
+    up = set(all_ids) - down
+    order = sorted(range(len(spec.capacity)), key=lambda i: spec.capacity[i].at)
+    for ei in order:
+        ev = spec.capacity[ei]
+        for ch in changes:
+            if ch.time != ev.at or ch.action.value != ev.action or ch.source != ei:
+                continue
+            if ev.action == "join" and ch.machine in up:
+                raise ScenarioError(f"machine {ch.machine!r} joins at t={ev.at:g} but is "
+                                    "already up", where=f"{where}cluster.capacity[{ei}]",
+                                    fix="mark it down: true at start, or make it leave first")
+            if ev.action == "leave" and ch.machine not in up:
+                raise ScenarioError(f"machine {ch.machine!r} leaves at t={ev.at:g} but is not "
+                                    "up", where=f"{where}cluster.capacity[{ei}]")
+            if ev.action == "join":
+                up.add(ch.machine)
+            elif ev.action == "leave":
+                up.discard(ch.machine)
     try:
-        return Cluster(tuple(machines), tuple(changes), frozenset(down))
+        return Cluster(tuple(machines), tuple(c.change for c in changes), frozenset(down))
     except ModelError as e:
         raise ScenarioError(e.message, where=f"{where}cluster") from None
 
@@ -139,6 +179,13 @@ class _Builder:
                            for p in (s.usage or []))
             if s.after is not None:
                 after = tuple(s.after)
+                earlier = {o.name for o in out}
+                for dep in after:
+                    if dep not in earlier:
+                        raise ScenarioError(
+                            f"stage {s.name!r} waits for {dep!r}, which is not a stage listed "
+                            "before it", where=f"{sloc}.after",
+                            fix=f"use one of: {', '.join(sorted(earlier)) or '(none)'}")
             else:
                 after = tuple(o.name for o in out if o.kind == "map") if kind == "reduce" else ()
             try:
@@ -160,6 +207,11 @@ class _Builder:
                 raise ScenarioError(
                     f"a task of stage {st.name!r} demands {d!r}, which fits no machine",
                     where=loc, fix="lower the demand or add a bigger machine")
+            if st.gang and fit < len(st.tasks):
+                raise ScenarioError(
+                    f"gang stage {st.name!r} needs {len(st.tasks)} tasks at once but the "
+                    f"cluster holds only {int(fit)} of them", where=loc,
+                    fix="make the gang smaller or the cluster bigger")
             longest = max(t.duration for t in st.tasks)
             t = max(longest, st.work / min(fit, len(st.tasks)))
             finish[st.name] = max((finish[a] for a in st.after), default=0.0) + t
@@ -169,11 +221,24 @@ class _Builder:
     def when(self, spec: TimeSpec, submit: float, standalone: float, loc: str) -> float:
         if isinstance(spec, str):
             m = _SLACK.match(spec)
-            if not m:
+            if m:
+                return submit + float(m.group(1)) * standalone
+            try:
+                return submit + float(spec)  # a quoted number of seconds
+            except ValueError:
                 raise ScenarioError(f"time {spec!r} is neither seconds nor '<k>x'", where=loc,
-                                    fix="write e.g. 600 (seconds after submit) or '2.5x'")
-            return submit + float(m.group(1)) * standalone
+                                    fix="write e.g. 600 (seconds after submit) or '2.5x'"
+                                    ) from None
         return submit + sample(spec, self.rng)
+
+    def checked_goal(self, u: TimeUtility, submit: float, loc: str) -> TimeUtility:
+        """Reject goals at or before submission: no schedule can meet them."""
+        if u.goal is not None and u.goal <= submit:
+            raise ScenarioError(
+                f"the utility's goal (t={u.goal:g}) is not after the job's submit time "
+                f"(t={submit:g}); no schedule can meet it", where=loc,
+                fix="give a positive time after submit, e.g. 600 or '2.5x'")
+        return u
 
     def utility(self, u: UtilitySpec, submit: float, standalone: float, loc: str) -> TimeUtility:
         rng = self.rng
@@ -204,9 +269,14 @@ class _Builder:
         stages = self.stages(js.stages, loc)
         standalone = self.standalone_runtime(stages, loc)
         self.standalone[js.id] = standalone
-        utility = self.utility(js.utility, js.submit, standalone, f"{loc}.utility")
-        return Job(js.id, js.submit, stages, utility, js.tenant, js.weight, js.priority,
-                   js.job_class)
+        utility = self.checked_goal(
+            self.utility(js.utility, js.submit, standalone, f"{loc}.utility"), js.submit,
+            f"{loc}.utility")
+        try:
+            return Job(js.id, js.submit, stages, utility, js.tenant, js.weight, js.priority,
+                       js.job_class)
+        except ModelError as e:
+            raise ScenarioError(e.message, where=loc) from None
 
     def generated(self, g: GeneratorSpec, loc: str) -> list[Job]:
         rng = self.rng
@@ -232,12 +302,18 @@ class _Builder:
             stages = self.stages(tpl.stages, tloc)
             standalone = self.standalone_runtime(stages, tloc)
             self.standalone[jid] = standalone
-            utility = self.utility(tpl.utility, submit, standalone, f"{tloc}.utility")
+            utility = self.checked_goal(
+                self.utility(tpl.utility, submit, standalone, f"{tloc}.utility"), submit,
+                f"{tloc}.utility")
             weight = sample(tpl.weight, rng)
             if not weight > 0:
                 raise ScenarioError("job weight must be > 0", where=f"{tloc}.weight")
-            jobs.append(Job(jid, submit, stages, utility, g.tenants[int(tenants[i])], weight,
-                            round(sample(tpl.priority, rng)), tpl.job_class or tpl.name))
+            try:
+                jobs.append(Job(jid, submit, stages, utility, g.tenants[int(tenants[i])],
+                                weight, round(sample(tpl.priority, rng)),
+                                tpl.job_class or tpl.name))
+            except ModelError as e:
+                raise ScenarioError(e.message, where=tloc) from None
         return jobs
 
 

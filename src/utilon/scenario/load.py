@@ -36,7 +36,8 @@ def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
 
 def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioError:
     # A typo'd key is the root cause of the "missing field" error that comes with it.
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    rank = {"extra_forbidden": 0, "union_tag_invalid": 1}
+    errors = sorted(exc.errors(), key=lambda e: rank.get(e["type"], 2))
     err = errors[0]
     field = _field_path(tuple(err["loc"]), data, err["type"] == "missing")
     msg = err["msg"]

@@ -123,12 +123,13 @@ class Simulation:
         stopped = ""
         total_jobs = len(jobs)
         finished_reported = 0
-        now = 0.0
+        now = last_batch = 0.0
         while heap:
             now = heap[0][0]
             if self.horizon is not None and now > self.horizon:
-                stopped = f"horizon {self.horizon:g} s reached"
-                now = self.horizon
+                if core.active or next_job < total_jobs:
+                    stopped = f"horizon {self.horizon:g} s reached"
+                    last_batch = self.horizon
                 break
             stimuli: list[Stimulus] = []
             ticked = False
@@ -158,6 +159,7 @@ class Simulation:
                     ticked = True
                     stimuli.append(Tick())
             if stimuli:
+                last_batch = now
                 cmds = core.handle(now, stimuli)
                 for c in cmds:
                     if type(c) is Launch:
@@ -179,8 +181,9 @@ class Simulation:
                         self._progress(done, total_jobs)
         if core.active and not stopped:
             stopped = "no task can run and nothing will change"
-        end = max((j.finish for j in core.jobs.values() if j.finish is not None), default=now)
-        return SimResult(core, end if not stopped else now, events, task_events,
+        end = max((j.finish for j in core.jobs.values() if j.finish is not None),
+                  default=last_batch)
+        return SimResult(core, max(end, last_batch) if stopped else end, events, task_events,
                          self._timer() - wall0, stopped)
 
     def _launch(self, ref: TaskRef, machine: str, now: float) -> None:

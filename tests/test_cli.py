@@ -1,0 +1,342 @@
+"""The ``utilon`` command line, driven in-process with typer's CliRunner."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from utilon.cli import app
+from utilon.errors import ScenarioError
+from utilon.scenario import scenario_json_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+SMALL = str(ROOT / "examples" / "small-mapreduce.yaml")
+POLICIES = ["edf-n", "edf-p", "fair", "fair-slots", "fifo"]
+HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
+SUMMARY_KEYS = [
+    "scenario", "policy", "params", "seed", "jobs", "finished", "unsubmitted", "utility_min",
+    "utility_sum",
+    "utility_mean", "misses", "miss_rate", "penalty", "makespan", "response_mean",
+    "response_p95", "utilisation", "utilisation_by_resource", "servers", "cost", "tasks",
+    "decisions", "infeasible", "stopped_early", "warnings", "timing",
+]
+COMPARISON_COLUMNS = [
+    "policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate", "penalty",
+    "makespan", "response_mean", "response_p95", "utilisation", "servers", "cost",
+]
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> Any:
+    return runner.invoke(app, list(args))
+
+
+def assert_clean_error(res: Any, *parts: str) -> str:
+    """Exit status 2, exactly one ``error:`` line on stderr, no traceback."""
+    assert res.exit_code == 2, (res.exit_code, res.output)
+    assert isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    line = lines[0]
+    assert line.startswith("error: "), line
+    for p in parts:
+        assert p in line, f"{p!r} not in {line!r}"
+    return line
+
+
+def write_scenario(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
+    data: dict[str, Any] = {
+        "name": "cli",
+        "seed": 4,
+        "cluster": {"machines": [{"id": "m", "count": 2, "capacity": {"slots": 4}}]},
+        "workload": {"generate": [{
+            "count": 8,
+            "arrival": {"process": "poisson", "mean_interarrival": 5},
+            "templates": [{"name": "t", "utility": {"kind": "deadline", "deadline": "2x"},
+                           "stages": [{"name": "map", "tasks": {"dist": "uniform", "low": 2,
+                                                                "high": 10},
+                                       "duration": {"dist": "exponential", "mean": 10,
+                                                    "min": 1}},
+                                      {"name": "reduce", "tasks": 1, "duration": 5}]}],
+        }]},
+        **(extra or {}),
+    }
+    p = tmp_path / "cli.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return p
+
+
+# ------------------------------------------------------------------------------ policies
+def test_policies_lists_every_baseline() -> None:
+    res = invoke("policies")
+    assert res.exit_code == 0, res.output
+    for name in POLICIES:
+        assert name in res.stdout
+    assert "k=4" in res.stdout  # fair-slots' parameter and its default
+
+
+def test_no_arguments_shows_help() -> None:
+    res = invoke()
+    assert "simulate" in res.output and "compare" in res.output
+
+
+# ------------------------------------------------------------------------------ validate
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_validate_examples(path: Path) -> None:
+    res = invoke("validate", str(path))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith(f"ok: {path}: scenario ")
+    assert "machines" in res.stdout and "jobs" in res.stdout
+
+
+def test_validate_counts(tmp_path: Path) -> None:
+    res = invoke("validate", SMALL)
+    assert "3 machines, 0 capacity changes, 5 jobs, 65 tasks" in res.stdout
+
+
+def test_validate_broken_file(tmp_path: Path) -> None:
+    p = tmp_path / "broken.yaml"
+    p.write_text("name: x\ncluster:\n  machines:\n    - {id: m, capacty: {slots: 1}}\n"
+                 "workload: {jobs: []}\n", encoding="utf-8")
+    assert_clean_error(invoke("validate", str(p)), str(p), "cluster.machines[0].capacty",
+                       "unknown field")
+
+
+def test_validate_yaml_syntax_error(tmp_path: Path) -> None:
+    p = tmp_path / "syntax.yaml"
+    p.write_text("name: [x\n", encoding="utf-8")
+    assert_clean_error(invoke("validate", str(p)), f"{p}:", "YAML syntax error")
+
+
+def test_validate_missing_file(tmp_path: Path) -> None:
+    assert_clean_error(invoke("validate", str(tmp_path / "nope.yaml")), "file not found")
+
+
+def test_validate_checks_policy_parameters(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path, {"policies": {"fair-slots": {"kk": 3}}})
+    assert_clean_error(invoke("validate", str(p)), str(p), "policies.fair-slots", "'kk'",
+                       "k, reduce_k")
+
+
+def test_debug_shows_the_exception(tmp_path: Path) -> None:
+    res = invoke("--debug", "validate", str(tmp_path / "nope.yaml"))
+    assert isinstance(res.exception, ScenarioError)
+    invoke("validate", SMALL)  # --debug does not stick to later invocations
+    assert_clean_error(invoke("validate", str(tmp_path / "nope.yaml")), "file not found")
+
+
+def test_bug_validate_checks_the_default_policy(tmp_path: Path) -> None:
+    """BUG (cli/app.py ``validate``): ``policy:`` is never checked, so a misspelt default
+    policy passes ``validate`` and only fails at ``simulate``."""
+    p = write_scenario(tmp_path, {"policy": {"name": "fair-slotz"}})
+    assert_clean_error(invoke("validate", str(p)), "'fair-slotz'")
+
+
+def test_bug_unknown_policy_in_policies_names_the_file(tmp_path: Path) -> None:
+    """BUG (policies/base.py ``make_policy``): ``policy_class`` raises ``UnknownNameError``
+    without ``where``, so ``validate`` prints no file or field for ``policies: {fair-slotz:
+    ...}``."""
+    p = write_scenario(tmp_path, {"policies": {"fair-slotz": {"k": 1}}})
+    assert_clean_error(invoke("validate", str(p)), str(p), "policies.fair-slotz")
+
+
+# ------------------------------------------------------------------------------ simulate
+@pytest.fixture(scope="module")
+def fifo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    out = tmp_path_factory.mktemp("fifo")
+    return invoke("simulate", SMALL, "--policy", "fifo", "--out", str(out)), out
+
+
+def test_simulate_writes_outputs(fifo_run: tuple[Any, Path]) -> None:
+    res, out = fifo_run
+    assert res.exit_code == 0, res.output
+    assert "fifo" in res.stdout and "outputs:" in res.stdout
+    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "provenance.json",
+                                                     "summary.json"]
+    lines = (out / "jobs.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == HEADER
+    assert len(lines) == 6
+    assert [r["id"] for r in csv.DictReader(lines)] == [
+        "etl-nightly", "dashboard", "adhoc-query", "ml-features", "report"]
+
+
+def test_simulate_summary_keys_are_documented(fifo_run: tuple[Any, Path]) -> None:
+    _, out = fifo_run
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert list(summary) == SUMMARY_KEYS
+    assert summary["policy"] == "fifo" and summary["scenario"] == "small-mapreduce"
+    assert summary["jobs"] == 5 and summary["seed"] == 1
+    docs = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    for key in SUMMARY_KEYS + HEADER.split(","):
+        assert f"`{key}`" in docs, f"{key} is not documented in docs/outputs.md"
+
+
+def test_simulate_provenance(fifo_run: tuple[Any, Path]) -> None:
+    _, out = fifo_run
+    prov = json.loads((out / "provenance.json").read_text(encoding="utf-8"))
+    assert prov["scenario"] == "small-mapreduce"
+    assert prov["source"] == SMALL
+    assert prov["seed"] == 1
+    assert set(prov["standalone_runtime"]) == {"etl-nightly", "dashboard", "adhoc-query",
+                                               "ml-features", "report"}
+    assert prov["standalone_runtime"]["etl-nightly"] == 120.0
+    assert prov["derivations"]
+
+
+def test_simulate_param(tmp_path: Path) -> None:
+    res = invoke("simulate", SMALL, "-p", "fair-slots", "--param", "k=2", "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["policy"] == "fair-slots"
+    assert summary["params"] == {"k": 2, "reduce_k": None}
+
+
+def test_simulate_unknown_param(tmp_path: Path) -> None:
+    res = invoke("simulate", SMALL, "-p", "fair-slots", "--param", "kk=2", "--out", str(tmp_path))
+    assert_clean_error(res, "no parameter 'kk'", "k, reduce_k")
+    assert not (tmp_path / "jobs.csv").exists()
+
+
+def test_simulate_bad_param_value_and_syntax(tmp_path: Path) -> None:
+    assert_clean_error(invoke("simulate", SMALL, "-p", "fair-slots", "--param", "k=many",
+                              "--out", str(tmp_path)), "'k'")
+    assert_clean_error(invoke("simulate", SMALL, "-p", "fair-slots", "--param", "k",
+                              "--out", str(tmp_path)), "KEY=VALUE")
+    assert_clean_error(invoke("simulate", SMALL, "-p", "fair-slots", "--param", "k=0",
+                              "--out", str(tmp_path)), "k must be >= 1")
+
+
+def test_simulate_unknown_policy(tmp_path: Path) -> None:
+    line = assert_clean_error(invoke("simulate", SMALL, "--policy", "nope", "--out",
+                                     str(tmp_path)), "'nope'")
+    for name in POLICIES:
+        assert name in line
+    assert not (tmp_path / "jobs.csv").exists()
+
+
+def test_simulate_needs_a_policy(tmp_path: Path) -> None:
+    assert_clean_error(invoke("simulate", SMALL, "--out", str(tmp_path)), "no policy given")
+
+
+def test_simulate_default_policy_and_parameter_precedence(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path, {"policy": {"name": "fair-slots", "params": {"k": 2}},
+                                  "policies": {"fair-slots": {"k": 3, "reduce_k": 1}}})
+    res = invoke("simulate", str(p), "--out", str(tmp_path / "a"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["policy"] == "fair-slots"
+    assert summary["params"] == {"k": 2, "reduce_k": 1}  # policy.params over policies:
+    res = invoke("simulate", str(p), "--param", "k=1", "--out", str(tmp_path / "b"))
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["params"] == {"k": 1, "reduce_k": 1}  # --param over both
+
+
+def test_simulate_seed_override(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path)
+    invoke("simulate", str(p), "-p", "fifo", "--out", str(tmp_path / "a"))
+    res = invoke("simulate", str(p), "-p", "fifo", "--seed", "9", "--out", str(tmp_path / "b"))
+    assert res.exit_code == 0, res.output
+    assert "(seed 9)" in res.stdout
+    a = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
+    b = json.loads((tmp_path / "b" / "summary.json").read_text(encoding="utf-8"))
+    assert (a["seed"], b["seed"]) == (4, 9)
+    prov = json.loads((tmp_path / "b" / "provenance.json").read_text(encoding="utf-8"))
+    assert prov["seed"] == 9
+    assert ((tmp_path / "a" / "jobs.csv").read_text(encoding="utf-8")
+            != (tmp_path / "b" / "jobs.csv").read_text(encoding="utf-8"))
+
+
+def test_simulate_warns_when_stopped_early(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path, {"simulation": {"horizon": 20}})
+    res = invoke("simulate", str(p), "-p", "fifo", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 0, res.output
+    assert "warning:" in res.stderr and "horizon 20 s reached" in res.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["stopped_early"] == "horizon 20 s reached"
+
+
+# ------------------------------------------------------------------------------ compare
+def test_compare_three_policies(tmp_path: Path) -> None:
+    res = invoke("compare", SMALL, "--policies", "fifo,fair,edf-p", "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    for name in ("fifo", "fair", "edf-p"):
+        assert name in res.stdout
+        assert (tmp_path / name / "jobs.csv").exists()
+        assert (tmp_path / name / "summary.json").exists()
+    with (tmp_path / "comparison.csv").open(encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == COMPARISON_COLUMNS
+    assert [r[0] for r in rows[1:]] == ["fifo", "fair", "edf-p"]
+    full = json.loads((tmp_path / "comparison.json").read_text(encoding="utf-8"))
+    assert [s["policy"] for s in full] == ["fifo", "fair", "edf-p"]
+    for s, row in zip(full, rows[1:], strict=True):
+        assert row == [str(s[c]) for c in COMPARISON_COLUMNS]
+        single = json.loads((tmp_path / s["policy"] / "summary.json").read_text("utf-8"))
+        assert {k: v for k, v in single.items() if k != "timing"} == {
+            k: v for k, v in s.items() if k != "timing"}
+
+
+def test_compare_all(tmp_path: Path) -> None:
+    res = invoke("compare", SMALL, "--policies", "all", "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    with (tmp_path / "comparison.csv").open(encoding="utf-8") as f:
+        assert [r["policy"] for r in csv.DictReader(f)] == POLICIES
+    for name in POLICIES:
+        assert name in res.stdout
+
+
+def test_compare_uses_scenario_parameters(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path, {"policies": {"fair-slots": {"k": 1}}})
+    res = invoke("compare", str(p), "--policies", "fair-slots", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 0, res.output
+    full = json.loads((tmp_path / "o" / "comparison.json").read_text(encoding="utf-8"))
+    assert full[0]["params"] == {"k": 1, "reduce_k": None}
+
+
+def test_compare_demo_workload(tmp_path: Path) -> None:
+    """The `make demo` scenario, with two policies to keep the suite fast."""
+    fb = str(ROOT / "examples" / "facebook-mix.yaml")
+    res = invoke("compare", fb, "--policies", "edf-p,fair", "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert "facebook-mix: 300 jobs, 50 machines, seed 7" in res.stdout
+    full = json.loads((tmp_path / "comparison.json").read_text(encoding="utf-8"))
+    for s in full:
+        assert s["jobs"] == s["finished"] == 300
+        assert not s["stopped_early"] and not s["warnings"]
+
+
+def test_compare_unknown_policy(tmp_path: Path) -> None:
+    line = assert_clean_error(invoke("compare", SMALL, "--policies", "fifo,nope", "--out",
+                                     str(tmp_path)), "'nope'")
+    assert "fair-slots" in line
+    assert not (tmp_path / "comparison.csv").exists()
+
+
+def test_compare_no_policies(tmp_path: Path) -> None:
+    assert_clean_error(invoke("compare", SMALL, "--policies", " , ", "--out", str(tmp_path)),
+                       "no policies given")
+
+
+# ------------------------------------------------------------------------------ schema
+def test_schema_prints_json() -> None:
+    res = invoke("schema")
+    assert res.exit_code == 0
+    assert json.loads(res.stdout) == json.loads(json.dumps(scenario_json_schema()))
+
+
+def test_schema_out_file_is_the_published_one(tmp_path: Path) -> None:
+    res = invoke("schema", "--out", str(tmp_path / "s.json"))
+    assert res.exit_code == 0
+    published = (ROOT / "docs" / "scenario.schema.json").read_text(encoding="utf-8")
+    assert (tmp_path / "s.json").read_text(encoding="utf-8") == published, (
+        "docs/scenario.schema.json is stale: run `utilon schema --out docs/scenario.schema.json`"
+    )
