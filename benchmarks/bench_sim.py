@@ -23,7 +23,7 @@ core (state transitions, grant bookkeeping, dispatch) and every policy decision 
 ``decide``, validation, install).  ``events`` are all heap pops (task ends, arrivals, stale
 entries); task completions are ``core.stats.completed``.  The only instrumentation is an
 ``on_decision`` hook that records how many jobs each snapshot held (one list append per
-decision).
+decision) and a ``gc.callbacks`` hook that times garbage-collector pauses.
 
 Bare loop (timed, same process, same run).  A plain ``heapq`` loop with no model: it keeps one
 pending finish event per busy slot -- as many slots as the simulator ran tasks on average
@@ -47,6 +47,7 @@ reports honestly whether it is met and exits 0 either way (non-zero only if the 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import heapq
 import json
@@ -181,12 +182,23 @@ def run_simulator(wl: Workload, policy_name: str) -> tuple[Timing, dict[str, Any
     def on_decision(now: float, snap: ClusterSnapshot, decision: Decision) -> None:
         active_jobs.append(len(snap.jobs))
 
+    pauses: list[float] = []
+    gc_start = [0.0]
+
+    def on_gc(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_start[0] = time.perf_counter()
+        else:
+            pauses.append(time.perf_counter() - gc_start[0])
+
+    gc.callbacks.append(on_gc)
     c0, t0 = time.process_time(), time.perf_counter()
     sim = Simulation(wl.cluster, wl.jobs, policy, record_attempts=False, validate=False,
                      on_decision=on_decision)
     t1 = time.perf_counter()
     result = sim.run()
     t2, c2 = time.perf_counter(), time.process_time()
+    gc.callbacks.remove(on_gc)
     stats = result.core.stats
     if stats.completed != wl.n_tasks or result.stopped_early:
         raise RuntimeError(f"simulation incomplete: {stats.completed} of {wl.n_tasks} tasks "
@@ -202,6 +214,9 @@ def run_simulator(wl: Workload, policy_name: str) -> tuple[Timing, dict[str, Any
         "decisions": stats.decisions,
         "active_jobs_mean": float(np.mean(active_jobs)) if active_jobs else 0.0,
         "active_jobs_max": max(active_jobs, default=0),
+        "gc_collections": len(pauses),
+        "gc_seconds": sum(pauses),
+        "gc_max_pause_s": max(pauses, default=0.0),
         "decide_total_seconds": float(decide.sum()),
         "decide_p50_s": _pct(decide, 50),
         "decide_p95_s": _pct(decide, 95),
@@ -272,6 +287,10 @@ def report(args: argparse.Namespace, wl: Workload, sim: Timing, info: dict[str, 
                   f"{info['decide_total_seconds']:.2f} s; latency p50 "
                   f"{info['decide_p50_s'] * 1e6:,.0f} us, p95 {info['decide_p95_s'] * 1e6:,.0f} "
                   f"us, max {info['decide_max_s'] * 1e6:,.0f} us")
+    console.print(f"garbage collector during the simulator run: {info['gc_collections']:,} "
+                  f"collections, {info['gc_seconds']:.2f} s, longest pause "
+                  f"{info['gc_max_pause_s'] * 1e3:,.0f} ms (a pause inside decide() counts in "
+                  "its latency)")
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     console.print(f"peak RSS {peak_mib:,.0f} MiB; whole benchmark took {total_seconds:.1f} s")
     print(f"cpu-time ratio: {cpu_ratio:.1f}x")

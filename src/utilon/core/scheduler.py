@@ -16,7 +16,6 @@ metrics are computed from, so outputs are the same whichever world produced them
 
 from __future__ import annotations
 
-import bisect
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,8 @@ from operator import add, le, sub
 import numpy as np
 
 from utilon.core.decision import Decision, SlotLimit
+from utilon.core.dispatch import Dispatcher
+from utilon.core.invariants import check_invariants, check_machine
 from utilon.core.messages import (
     CapacityChanged,
     Command,
@@ -40,7 +41,7 @@ from utilon.core.messages import (
     Trigger,
 )
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
-from utilon.core.state import GrantState, JobRT, MachineRT, StageRT
+from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.validate import validate_decision
 from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster
@@ -50,12 +51,14 @@ from utilon.policies.base import Policy
 
 log = logging.getLogger(__name__)
 
-EPS = 1e-9
+EPS = FIT_EPS  # one tolerance for every capacity comparison
 INF = float("inf")
 _RUNNING = TaskState.RUNNING
 _READY = TaskState.READY
 _DONE = TaskState.DONE
 _UP = MachineState.UP
+# Triggers after which only the machines that freed up need offering (if no policy call).
+_QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,7 @@ class CoreStats:
     decide_seconds: list[float] = field(default_factory=list)
 
 
-class SchedulerCore:
+class SchedulerCore(Dispatcher):
     def __init__(
         self,
         cluster: Cluster,
@@ -159,7 +162,7 @@ class SchedulerCore:
         if self.active and not triggers.isdisjoint(self.policy.triggers):
             self._decide(frozenset(triggers), cmds)
             self._dispatch(None, cmds)
-        elif self._widen or triggers - {Trigger.TASK_FINISHED, Trigger.TICK}:
+        elif self._widen or not triggers <= _QUIET:
             self._dispatch(None, cmds)  # the ready set changed: anything may fit anywhere
         elif touched:
             self._dispatch(touched, cmds)
@@ -253,9 +256,10 @@ class SchedulerCore:
         if st.deps_left:
             return
         st.locked = False
-        for i in range(st.total):
-            check_move(f"task {job.id}/{st.stage.name}/{i}", st.states[i], _READY)
-            st.states[i] = _READY
+        if any(x is not TaskState.WAITING for x in st.states):
+            bad = next(i for i, x in enumerate(st.states) if x is not TaskState.WAITING)
+            check_move(f"task {job.id}/{st.stage.name}/{bad}", st.states[bad], _READY)
+        st.states = [_READY] * st.total
         st.ready.extend(range(st.total))
         job.n_ready += st.total
         self._touch(job)
@@ -324,38 +328,6 @@ class SchedulerCore:
         """Integral of the up machines' declared capacity from 0 to ``until``."""
         dt = max(0.0, until - self._cap_since)
         return [i + c * dt for i, c in zip(self._cap_integral, self._cap_total, strict=True)]
-
-    def _has_room(self, m: MachineRT) -> bool:
-        sl = self._slot_limit
-        if sl is not None:
-            if sl.reduce_per_machine is None:
-                return m.ntasks < sl.per_machine
-            return (m.ntasks - m.nreduce < sl.per_machine
-                    or m.nreduce < sl.reduce_per_machine)
-        md = self._min_demand
-        if md is None:
-            return True
-        return all(map(le, md, m.free))
-
-    def _refresh_open(self, m: MachineRT) -> None:
-        should = m.state is _UP and self._has_room(m)
-        i = m.index
-        if should and i not in self._open_set:
-            self._open_set.add(i)
-            bisect.insort(self._open, i)
-        elif not should and i in self._open_set:
-            self._open_set.discard(i)
-            del self._open[bisect.bisect_left(self._open, i)]
-
-    def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
-        sl = self._slot_limit
-        if sl is not None:
-            if sl.reduce_per_machine is None:
-                return m.ntasks < sl.per_machine
-            if st.is_reduce:
-                return m.nreduce < sl.reduce_per_machine
-            return m.ntasks - m.nreduce < sl.per_machine
-        return all(map(le, v, m.free))
 
     # ------------------------------------------------------------------ launching and releasing
     def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
@@ -509,8 +481,8 @@ class SchedulerCore:
             self._slot_limit = decision.slot_limit
             for m in self.machines:
                 self._refresh_open(m)
-        for j in self.active.values():
-            j.gstates = []
+        for gs in self._grants:  # only jobs that held grants have any to drop
+            gs.job.gstates = []
         grants: list[GrantState] = []
         for order, g in enumerate(decision.grants):
             job = self.active[g.job]
@@ -541,190 +513,10 @@ class SchedulerCore:
                 for ref in victims:
                     self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
 
-    # ------------------------------------------------------------------ dispatching
-    def _touch(self, job: JobRT) -> None:
-        """Keep the two dispatch indexes in step with one job's grants.
-
-        ``_with_ready`` holds the grants whose job has a ready task; ``_hungry`` those that
-        also run fewer tasks than their limit.  Dispatch walks these (usually short) sets in
-        grant order instead of every grant, so a task event costs O(hungry grants), not
-        O(active jobs).
-        """
-        ready = job.n_ready > 0
-        for gs in job.gstates:
-            o = gs.order
-            if ready:
-                self._with_ready.add(o)
-                if gs.running < gs.limit:
-                    if o not in self._hungry:
-                        # It may now use a machine other than the one that just freed up.
-                        self._hungry.add(o)
-                        self._widen = True
-                else:
-                    self._hungry.discard(o)
-            else:
-                self._with_ready.discard(o)
-                self._hungry.discard(o)
-
-    def _dispatch(self, candidates: list[int] | None, cmds: list[Command]) -> None:
-        grants = self._grants
-        open_set = self._open_set
-        passes = (False, True) if self.decision.backfill else (False,)
-        self._widen = False
-        for ignore_limit in passes:
-            for o in sorted(self._with_ready if ignore_limit else self._hungry):
-                if not self._open:
-                    return
-                if candidates is not None and not any(c in open_set for c in candidates):
-                    return
-                gs = grants[o]
-                if gs.job.n_ready == 0 or (not ignore_limit and gs.running >= gs.limit):
-                    continue
-                self._fill(gs, candidates, ignore_limit, cmds)
-
-    def _fill(self, gs: GrantState, candidates: list[int] | None, ignore_limit: bool,
-              cmds: list[Command]) -> None:
-        job = gs.job
-        if candidates is None:
-            cands = self._open if gs.mask is None else [i for i in self._open if i in gs.mask]
-        else:
-            cands = [i for i in candidates if i in self._open_set
-                     and (gs.mask is None or i in gs.mask)]
-        if not cands:
-            return
-        if cands is self._open:
-            cands = list(cands)  # launching closes machines: iterate over a copy
-        machines = self.machines
-        open_set = self._open_set
-        for st in job.stages:
-            if (gs.stage is not None and st.index != gs.stage) or not st.ready:
-                continue
-            if st.gang:
-                every = [i for i in self._open if gs.mask is None or i in gs.mask]
-                self._fill_gang(gs, st, every, ignore_limit, cmds)
-                continue
-            p = 0
-            n = len(cands)
-            while st.ready and (ignore_limit or gs.running < gs.limit):
-                v = st.vectors[st.ready[0]]
-                while p < n:
-                    mi = cands[p]
-                    if mi in open_set:
-                        m = machines[mi]
-                        if self._fits(m, st, v):
-                            break
-                    p += 1
-                if p == n:
-                    break  # the head task fits on no candidate machine now
-                self._launch(job, st, machines[cands[p]], gs, cmds)
-                if self.validate:
-                    self._check_machine(machines[cands[p]])
-                if st.ready and st.vectors[st.ready[0]] is not v:
-                    p = 0  # a different demand may fit machines the last one skipped
-
-    def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], ignore_limit: bool,
-                   cmds: list[Command]) -> None:
-        n = len(st.ready)
-        if st.running or (not ignore_limit and gs.running + n > gs.limit):
-            return
-        trial = {mi: list(self.machines[mi].used) for mi in cands}
-        counts = {mi: [self.machines[mi].ntasks, self.machines[mi].nreduce] for mi in cands}
-        placement: list[int] = []
-        for idx in st.ready:
-            v = st.vectors[idx]
-            for mi in cands:
-                if self._trial_fits(mi, st, v, trial, counts):
-                    trial[mi] = [u + x for u, x in zip(trial[mi], v, strict=True)]
-                    counts[mi][0] += 1
-                    counts[mi][1] += int(st.is_reduce)
-                    placement.append(mi)
-                    break
-            else:
-                return  # the whole gang does not fit now
-        for mi in placement:
-            self._launch(gs.job, st, self.machines[mi], gs, cmds)
-
-    def _trial_fits(self, mi: int, st: StageRT, v: tuple[float, ...],
-                    trial: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
-        m = self.machines[mi]
-        if m.state is not _UP:
-            return False
-        sl = self._slot_limit
-        if sl is not None:
-            nt, nr = counts[mi]
-            if sl.reduce_per_machine is None:
-                return nt < sl.per_machine
-            return nr < sl.reduce_per_machine if st.is_reduce else nt - nr < sl.per_machine
-        return all(u + x <= c + EPS for u, x, c in zip(trial[mi], v, m.cap, strict=True))
-
     # ------------------------------------------------------------------ invariants
     def _check_machine(self, m: MachineRT) -> None:
-        sl = self._slot_limit
-        if sl is not None:
-            if sl.reduce_per_machine is None:
-                ok = m.ntasks <= sl.per_machine
-            else:
-                ok = (m.ntasks - m.nreduce <= sl.per_machine
-                      and m.nreduce <= sl.reduce_per_machine)
-            if not ok:
-                raise IllegalTransition(f"machine {m.id} runs more tasks than its slots")
-        elif not all(u <= c + 1e-6 for u, c in zip(m.used, m.cap, strict=True)):
-            raise IllegalTransition(f"machine {m.id}: declared capacity exceeded: used "
-                                    f"{m.used} > capacity {list(m.cap)}")
+        check_machine(self, m)
 
     def check_invariants(self) -> None:
         """Cross-check every counter against the underlying records (slow; for tests)."""
-        per_machine: dict[int, list[float]] = {m.index: [0.0] * len(self.names)
-                                               for m in self.machines}
-        ntasks = dict.fromkeys(per_machine, 0)
-        for job in self.active.values():
-            counts = {s.index: 0 for s in job.stages}
-            for ref, (mi, _) in job.running.items():
-                st = job.stages[ref[1]]
-                if st.states[ref[2]] is not _RUNNING:
-                    raise IllegalTransition(f"{ref} listed running but is "
-                                            f"{st.states[ref[2]].name}")
-                counts[ref[1]] += 1
-                ntasks[mi] += 1
-                per_machine[mi] = [a + b for a, b in
-                                   zip(per_machine[mi], st.vectors[ref[2]], strict=True)]
-                if self.machines[mi].state is not _UP:
-                    raise IllegalTransition(f"{ref} runs on machine that is down")
-            n_ready = 0
-            for st in job.stages:
-                if counts[st.index] != st.running:
-                    raise IllegalTransition(f"job {job.id} stage {st.index}: running counter "
-                                            f"{st.running} != {counts[st.index]}")
-                states = st.states
-                if sorted(st.ready) != [i for i, s in enumerate(states) if s is _READY]:
-                    raise IllegalTransition(f"job {job.id} stage {st.index}: ready queue out "
-                                            "of sync")
-                if st.done != sum(1 for s in states if s is _DONE):
-                    raise IllegalTransition(f"job {job.id} stage {st.index}: done counter")
-                n_ready += len(st.ready)
-            if n_ready != job.n_ready:
-                raise IllegalTransition(f"job {job.id}: n_ready {job.n_ready} != {n_ready}")
-        for m in self.machines:
-            if ntasks[m.index] != m.ntasks or len(m.tasks) != m.ntasks:
-                raise IllegalTransition(f"machine {m.id}: task count out of sync")
-            if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
-                raise IllegalTransition(f"machine {m.id}: used {m.used} != "
-                                        f"{per_machine[m.index]}")
-            if any(abs(c + EPS - u - f) > 1e-6 for c, u, f in zip(m.cap, m.used, m.free)):
-                raise IllegalTransition(f"machine {m.id}: free vector out of sync")
-            should_open = m.state is _UP and self._has_room(m)
-            if should_open != (m.index in self._open_set):
-                raise IllegalTransition(f"machine {m.id}: open set out of sync")
-        if self._open != sorted(self._open_set):
-            raise IllegalTransition("open list out of sync with open set")
-        for gs in self._grants:
-            ready = gs.job.n_ready > 0
-            if (gs.order in self._with_ready) != ready or (
-                    gs.order in self._hungry) != (ready and gs.running < gs.limit):
-                raise IllegalTransition(f"grant of {gs.job.id}: dispatch index out of sync")
-            if gs.job.state is JobState.DONE:
-                continue
-            expect = sum(1 for r, (mi, _) in gs.job.running.items() if gs.covers(r[1], mi))
-            if expect != gs.running:
-                raise IllegalTransition(f"grant of {gs.job.id}: running {gs.running} != "
-                                        f"{expect}")
+        check_invariants(self)

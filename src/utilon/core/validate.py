@@ -24,6 +24,15 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
     if not isinstance(decision, Decision):
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
                               where=where)
+    grants = decision.grants
+    if all(g.stage is None and g.machines is None for g in grants):
+        # The common case (one whole-job grant each): ids active and distinct, sane slots.
+        active = {j.id for j in snap.jobs}
+        ids = [g.job for g in grants]
+        if len(set(ids)) == len(ids) and active.issuperset(ids) and all(
+                g.slots is None or (type(g.slots) is int and g.slots >= 0) for g in grants):
+            _check_rest(decision, active, where)
+            return
     jobs = {j.id: j for j in snap.jobs}
     machine_ids: set[str] | None = None
     scopes: dict[str, list[tuple[str | None, frozenset[str] | None]]] = {}
@@ -54,8 +63,12 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
                 raise InvalidDecision(f"job {g.job!r} has two grants with overlapping scopes",
                                       where=where)
         previous.append((g.stage, g.machines))
+    _check_rest(decision, set(jobs), where)
+
+
+def _check_rest(decision: Decision, active: set[str], where: str) -> None:
     for item in decision.infeasible:
-        if item.job not in jobs:
+        if item.job not in active:
             raise InvalidDecision(f"infeasible item names inactive job {item.job!r}",
                                   where=where)
     sl = decision.slot_limit

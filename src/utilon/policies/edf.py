@@ -10,12 +10,15 @@ jobs without one come last, ties go to the earlier submission.
 * EDF-P "allows multiple jobs in the running queue.  A job can preempt a running job's slots.
   However, EDF-P does not kill the running tasks of the preempted job but waits for their
   completion."  Every job is granted in deadline order with no cap: a freed slot goes to the
-  earliest-deadline job that has a ready task — the no-kill preemption.
+  earliest-deadline job that has a ready task — the no-kill preemption.  Like FIFO, its
+  order depends only on which jobs are active, so it decides on arrivals, failures and
+  capacity changes only.
 """
 
 from __future__ import annotations
 
 from utilon.core.decision import Decision, Grant
+from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot, JobView
 from utilon.policies.base import Policy, register
 
@@ -44,6 +47,7 @@ class EdfPreemptive(Policy):
     name = "edf-p"
     summary = "EDF, preemptive without killing: freed slots go to the earliest deadline (RDS §6)"
     paper = "rds"
+    triggers = frozenset({Trigger.ARRIVAL, Trigger.TASK_FAILED, Trigger.CAPACITY})
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         order = sorted(snapshot.jobs, key=deadline_key)

@@ -3,11 +3,16 @@
 Jobs are served strictly in order of priority (higher first), then submit time: the head job
 gets every slot it can use, the next job only what the head cannot use, and so on.  Nothing is
 preempted: when capacity frees up, it goes to the first job in that order with a ready task.
+
+The order depends only on which jobs are active, so FIFO decides on arrivals, failures and
+capacity changes only: a job that finishes simply drops out of the installed order, and newly
+ready stages are dispatched by the core without a new decision.
 """
 
 from __future__ import annotations
 
 from utilon.core.decision import Decision, Grant
+from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.policies.base import Policy, register
 
@@ -16,6 +21,7 @@ from utilon.policies.base import Policy, register
 class Fifo(Policy):
     name = "fifo"
     summary = "first in, first out (by priority, then submit time); no preemption"
+    triggers = frozenset({Trigger.ARRIVAL, Trigger.TASK_FAILED, Trigger.CAPACITY})
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         order = sorted(snapshot.jobs, key=lambda j: (-j.priority, j.submit))  # stable: arrival

@@ -1,0 +1,199 @@
+"""The dispatcher: turns installed grants into launches as capacity frees up.
+
+Shared by every policy and both worlds.  Grants are served in the order the policy listed them;
+each grant's next ready task goes first-fit to the lowest-numbered open machine where its
+*declared* demand fits, so declared resources are never over-committed (under a ``SlotLimit``
+the declared capacity is ``k`` slots per machine).  Gang stages launch whole or not at all.
+
+To keep a task event cheap the dispatcher keeps: an *open* list of up machines that could still
+fit the smallest demand seen; the grants whose job has a ready task (``_with_ready``) and those
+also under their limit (``_hungry``); and a free-capacity vector per machine, so that a fit
+test is one C-level ``all(map(le, demand, free))``.  After a task completion only the freed
+machine is offered, unless a grant became hungry again (it may want any machine).
+
+``Dispatcher`` is a mixin of ``SchedulerCore``: it reads and updates the core's state and calls
+its ``_launch``; it is split out so that the placement rules can be read on their own.
+"""
+
+from __future__ import annotations
+
+import bisect
+from operator import le
+from typing import TYPE_CHECKING
+
+from utilon.core.decision import Decision, SlotLimit
+from utilon.core.messages import Command
+from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
+from utilon.model.lifecycle import MachineState
+
+EPS = FIT_EPS  # one tolerance for every capacity comparison
+_UP = MachineState.UP
+
+
+class Dispatcher:
+    """Placement half of ``SchedulerCore`` (see the module docstring)."""
+
+    machines: list[MachineRT]
+    decision: Decision
+    validate: bool
+    _grants: list[GrantState]
+    _hungry: set[int]
+    _with_ready: set[int]
+    _widen: bool
+    _slot_limit: SlotLimit | None
+    _min_demand: list[float] | None
+    _open: list[int]
+    _open_set: set[int]
+
+    if TYPE_CHECKING:
+        def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
+                    cmds: list[Command]) -> None: ...
+
+        def _check_machine(self, m: MachineRT) -> None: ...
+
+    def _has_room(self, m: MachineRT) -> bool:
+        sl = self._slot_limit
+        if sl is not None:
+            if sl.reduce_per_machine is None:
+                return m.ntasks < sl.per_machine
+            return (m.ntasks - m.nreduce < sl.per_machine
+                    or m.nreduce < sl.reduce_per_machine)
+        md = self._min_demand
+        if md is None:
+            return True
+        return all(map(le, md, m.free))
+
+    def _refresh_open(self, m: MachineRT) -> None:
+        should = m.state is _UP and self._has_room(m)
+        i = m.index
+        if should and i not in self._open_set:
+            self._open_set.add(i)
+            bisect.insort(self._open, i)
+        elif not should and i in self._open_set:
+            self._open_set.discard(i)
+            del self._open[bisect.bisect_left(self._open, i)]
+
+    def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
+        sl = self._slot_limit
+        if sl is not None:
+            if sl.reduce_per_machine is None:
+                return m.ntasks < sl.per_machine
+            if st.is_reduce:
+                return m.nreduce < sl.reduce_per_machine
+            return m.ntasks - m.nreduce < sl.per_machine
+        return all(map(le, v, m.free))
+
+    def _touch(self, job: JobRT) -> None:
+        """Keep the two dispatch indexes in step with one job's grants.
+
+        ``_with_ready`` holds the grants whose job has a ready task; ``_hungry`` those that
+        also run fewer tasks than their limit.  Dispatch walks these (usually short) sets in
+        grant order instead of every grant, so a task event costs O(hungry grants), not
+        O(active jobs).
+        """
+        ready = job.n_ready > 0
+        for gs in job.gstates:
+            o = gs.order
+            if ready:
+                self._with_ready.add(o)
+                if gs.running < gs.limit:
+                    if o not in self._hungry:
+                        # It may now use a machine other than the one that just freed up.
+                        self._hungry.add(o)
+                        self._widen = True
+                else:
+                    self._hungry.discard(o)
+            else:
+                self._with_ready.discard(o)
+                self._hungry.discard(o)
+
+    def _dispatch(self, candidates: list[int] | None, cmds: list[Command]) -> None:
+        grants = self._grants
+        open_set = self._open_set
+        passes = (False, True) if self.decision.backfill else (False,)
+        self._widen = False
+        for ignore_limit in passes:
+            for o in sorted(self._with_ready if ignore_limit else self._hungry):
+                if not self._open:
+                    return
+                if candidates is not None and not any(c in open_set for c in candidates):
+                    return
+                gs = grants[o]
+                if gs.job.n_ready == 0 or (not ignore_limit and gs.running >= gs.limit):
+                    continue
+                self._fill(gs, candidates, ignore_limit, cmds)
+
+    def _fill(self, gs: GrantState, candidates: list[int] | None, ignore_limit: bool,
+              cmds: list[Command]) -> None:
+        job = gs.job
+        if candidates is None:
+            cands = self._open if gs.mask is None else [i for i in self._open if i in gs.mask]
+        else:
+            cands = [i for i in candidates if i in self._open_set
+                     and (gs.mask is None or i in gs.mask)]
+        if not cands:
+            return
+        if cands is self._open:
+            cands = list(cands)  # launching closes machines: iterate over a copy
+        machines = self.machines
+        open_set = self._open_set
+        for st in job.stages:
+            if (gs.stage is not None and st.index != gs.stage) or not st.ready:
+                continue
+            if st.gang:
+                every = [i for i in self._open if gs.mask is None or i in gs.mask]
+                self._fill_gang(gs, st, every, ignore_limit, cmds)
+                continue
+            p = 0
+            n = len(cands)
+            while st.ready and (ignore_limit or gs.running < gs.limit):
+                v = st.vectors[st.ready[0]]
+                while p < n:
+                    mi = cands[p]
+                    if mi in open_set:
+                        m = machines[mi]
+                        if self._fits(m, st, v):
+                            break
+                    p += 1
+                if p == n:
+                    break  # the head task fits on no candidate machine now
+                self._launch(job, st, machines[cands[p]], gs, cmds)
+                if self.validate:
+                    self._check_machine(machines[cands[p]])
+                if st.ready and st.vectors[st.ready[0]] is not v:
+                    p = 0  # a different demand may fit machines the last one skipped
+
+    def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], ignore_limit: bool,
+                   cmds: list[Command]) -> None:
+        n = len(st.ready)
+        if st.running or (not ignore_limit and gs.running + n > gs.limit):
+            return
+        trial = {mi: list(self.machines[mi].used) for mi in cands}
+        counts = {mi: [self.machines[mi].ntasks, self.machines[mi].nreduce] for mi in cands}
+        placement: list[int] = []
+        for idx in st.ready:
+            v = st.vectors[idx]
+            for mi in cands:
+                if self._trial_fits(mi, st, v, trial, counts):
+                    trial[mi] = [u + x for u, x in zip(trial[mi], v, strict=True)]
+                    counts[mi][0] += 1
+                    counts[mi][1] += int(st.is_reduce)
+                    placement.append(mi)
+                    break
+            else:
+                return  # the whole gang does not fit now
+        for mi in placement:
+            self._launch(gs.job, st, self.machines[mi], gs, cmds)
+
+    def _trial_fits(self, mi: int, st: StageRT, v: tuple[float, ...],
+                    trial: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
+        m = self.machines[mi]
+        if m.state is not _UP:
+            return False
+        sl = self._slot_limit
+        if sl is not None:
+            nt, nr = counts[mi]
+            if sl.reduce_per_machine is None:
+                return nt < sl.per_machine
+            return nr < sl.reduce_per_machine if st.is_reduce else nt - nr < sl.per_machine
+        return all(u + x <= c + EPS for u, x, c in zip(trial[mi], v, m.cap, strict=True))
