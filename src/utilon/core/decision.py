@@ -15,11 +15,10 @@ and re-queues them (kill-and-requeue).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Grant:
+class Grant(NamedTuple):  # a NamedTuple: policies build one per job per decision, cheaply
     job: str
     slots: int | None = None
     stage: str | None = None

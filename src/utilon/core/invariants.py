@@ -76,8 +76,6 @@ def check_invariants(core: SchedulerCore) -> None:
         if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
             raise IllegalTransition(f"machine {m.id}: used {m.used} != "
                                     f"{per_machine[m.index]}")
-        if any(abs(c + EPS - u - f) > 1e-6 for c, u, f in zip(m.cap, m.used, m.free, strict=True)):
-            raise IllegalTransition(f"machine {m.id}: free vector out of sync")
         should_open = m.state is _UP and core._has_room(m)
         if should_open != (m.index in core._open_set):
             raise IllegalTransition(f"machine {m.id}: open set out of sync")

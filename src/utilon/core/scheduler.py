@@ -125,7 +125,7 @@ class SchedulerCore(Dispatcher):
         self.stats = CoreStats()
         self.record_attempts = record_attempts
         self.attempts: list[Attempt] = []
-        self.busy = [0.0] * len(self.names)  # declared resource-seconds of all attempts
+        self._busy_dt: dict[tuple[float, ...], float] = {}  # attempt seconds per demand vector
         self._cap_total = self._capacity_total()
         self._cap_integral = [0.0] * len(self.names)
         self._cap_since = 0.0
@@ -262,6 +262,7 @@ class SchedulerCore(Dispatcher):
         st.states = [_READY] * st.total
         st.ready.extend(range(st.total))
         job.n_ready += st.total
+        job.dirty = True
         self._touch(job)
 
     def _on_failed(self, s: TaskFailed, triggers: set[Trigger], cmds: list[Command]) -> None:
@@ -298,9 +299,10 @@ class SchedulerCore(Dispatcher):
                 self._requeue_gang(job, ref[1], cmds, "gang member lost")
             m.state = MachineState.DOWN
         elif action is CapacityAction.SCALE:
+            used = m.used
             m.scale = factor
             m.cap = tuple(b * factor for b in m.base)
-            m.free = [c + EPS - u for c, u in zip(m.cap, m.used)]
+            m.free = [c + EPS - u for c, u in zip(m.cap, used)]
         else:
             m.speed = factor
         m.view = None
@@ -324,6 +326,15 @@ class SchedulerCore(Dispatcher):
                 self._cap_integral[r] += c * dt
         self._cap_since = self.now
 
+    @property
+    def busy(self) -> list[float]:
+        """Declared resource-seconds of every attempt so far, per resource."""
+        tot = [0.0] * len(self.names)
+        for v, dt in self._busy_dt.items():
+            for r, x in enumerate(v):
+                tot[r] += x * dt
+        return tot
+
     def capacity_integral(self, until: float) -> list[float]:
         """Integral of the up machines' declared capacity from 0 to ``until``."""
         dt = max(0.0, until - self._cap_since)
@@ -343,7 +354,6 @@ class SchedulerCore(Dispatcher):
         now = self.now
         job.running[ref] = (m.index, now)
         v = st.vectors[idx]
-        m.used = list(map(add, m.used, v))
         m.free = list(map(sub, m.free, v))
         m.ntasks += 1
         if st.is_reduce:
@@ -365,12 +375,13 @@ class SchedulerCore(Dispatcher):
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
         v = st.vectors[ref[2]]
-        m.used = list(map(sub, m.used, v))
         m.free = list(map(add, m.free, v))
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
         del m.tasks[ref]
+        if not m.tasks:
+            m.reset_free()
         job.dirty = True
         gstates = job.gstates
         if gstates:
@@ -381,9 +392,7 @@ class SchedulerCore(Dispatcher):
                 gs.running -= 1
             self._touch(job)
         dt = self.now - start
-        busy = self.busy
-        for r, x in enumerate(v):
-            busy[r] += x * dt
+        self._busy_dt[v] = self._busy_dt.get(v, 0.0) + dt  # per distinct demand: cheap
         if m.price:
             share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
             job.cost += dt * m.price / 3600.0 * share
@@ -481,24 +490,36 @@ class SchedulerCore(Dispatcher):
             self._slot_limit = decision.slot_limit
             for m in self.machines:
                 self._refresh_open(m)
+        # A job's single whole-job grant is carried over and re-ranked rather than rebuilt:
+        # its running count is kept up to date incrementally, so nothing needs recounting.
+        reusable: dict[str, GrantState] = {}
         for gs in self._grants:  # only jobs that held grants have any to drop
-            gs.job.gstates = []
+            job = gs.job
+            if gs.stage is None and gs.mask is None and len(job.gstates) == 1:
+                reusable[job.id] = gs
+            job.gstates = []
         grants: list[GrantState] = []
         for order, g in enumerate(decision.grants):
             job = self.active[g.job]
-            stage = job.job.stage_index(g.stage) if g.stage is not None else None
-            mask = (frozenset(self._machine_index[x] for x in g.machines)
-                    if g.machines is not None else None)
-            gs = GrantState(order, job, stage, mask, INF if g.slots is None else g.slots)
-            job.gstates.append(gs)
-            grants.append(gs)
-        for gs in grants:
-            job = gs.job
-            if gs.stage is None and gs.mask is None:
-                gs.running = len(job.running)
+            limit = INF if g.slots is None else g.slots
+            if g.stage is None and g.machines is None:
+                kept = reusable.pop(g.job, None)
+                if kept is None:
+                    gs = GrantState(order, job, None, None, limit)
+                    gs.running = len(job.running)
+                else:
+                    gs = kept
+                    gs.order = order
+                    gs.limit = limit
             else:
+                stage = job.job.stage_index(g.stage) if g.stage is not None else None
+                mask = (frozenset(self._machine_index[x] for x in g.machines)
+                        if g.machines is not None else None)
+                gs = GrantState(order, job, stage, mask, limit)
                 gs.running = sum(1 for r, (mi, _) in job.running.items()
                                  if gs.covers(r[1], mi))
+            job.gstates.append(gs)
+            grants.append(gs)
         self._grants = grants
         self._hungry = set()
         self._with_ready = set()

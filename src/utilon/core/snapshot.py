@@ -1,14 +1,20 @@
 """The frozen view of the world a policy decides on.
 
 A snapshot is built by the core at each policy call and is never mutated afterwards.  Views are
-cached by the core and rebuilt only for jobs and machines that changed since the previous
-snapshot, so a decision costs O(changed objects), not O(cluster).
+cached by the core and rebuilt only for jobs, stages and machines that changed since the
+previous snapshot, so a decision costs O(changed objects), not O(cluster).
+
+The per-job, per-stage and per-machine views are ``NamedTuple``s rather than frozen
+dataclasses: they are just as immutable, and building one is several times cheaper (a frozen
+dataclass sets each field through ``object.__setattr__``), which matters when a decision over
+hundreds of active jobs happens thousands of times per run.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,10 +25,9 @@ from utilon.model.resources import Resources
 from utilon.model.utility import TimeUtility
 
 
-@dataclass(frozen=True, slots=True)
-class MachineView:
+class MachineView(NamedTuple):
     id: str
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index; the name reads best
     capacity: Resources  # declared capacity now (base x scale)
     attributes: tuple[tuple[str, AttrValue], ...]
     up: bool
@@ -36,10 +41,9 @@ class MachineView:
         return default
 
 
-@dataclass(frozen=True, slots=True)
-class StageView:
+class StageView(NamedTuple):
     name: str
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index; the name reads best
     kind: str
     total: int
     waiting: int
@@ -56,8 +60,7 @@ class StageView:
         return self.total - self.done
 
 
-@dataclass(frozen=True, slots=True)
-class JobView:
+class JobView(NamedTuple):
     id: str
     tenant: str
     submit: float

@@ -63,7 +63,7 @@ class JobRT:
 
 class MachineRT:
     __slots__ = ("base", "cap", "free", "id", "index", "machine", "nreduce", "ntasks", "price",
-                 "scale", "speed", "state", "tasks", "used", "view")
+                 "scale", "speed", "state", "tasks", "view")
 
     def __init__(self, index: int, machine: Machine, names: tuple[str, ...], up: bool) -> None:
         self.index = index
@@ -73,9 +73,8 @@ class MachineRT:
         self.scale = 1.0
         self.speed = 1.0
         self.cap = self.base
-        self.used = [0.0] * len(names)
-        # cap - used + a float tolerance, kept alongside ``used`` so that a fit test is one
-        # C-level ``all(map(le, demand, free))``
+        # cap - used + a float tolerance: the only usage record, so that a fit test is one
+        # C-level ``all(map(le, demand, free))`` and a launch updates one list
         self.free = [c + FIT_EPS for c in self.cap]
         self.price = machine.price
         self.state = MachineState.UP if up else MachineState.DOWN
@@ -83,6 +82,17 @@ class MachineRT:
         self.nreduce = 0
         self.tasks: dict[tuple[str, int, int], None] = {}
         self.view: MachineView | None = None
+
+    @property
+    def used(self) -> list[float]:
+        """Declared demand of the running tasks, per resource."""
+        return [c + FIT_EPS - f for c, f in zip(self.cap, self.free, strict=True)]
+
+    def reset_free(self) -> None:
+        """Recompute ``free`` from scratch (capacity change, or no task left: drops float
+        noise)."""
+        if not self.tasks:
+            self.free = [c + FIT_EPS for c in self.cap]
 
 
 class GrantState:
