@@ -3,7 +3,6 @@ control ticks, the horizon and runs that cannot finish."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from builders import (

@@ -1,0 +1,46 @@
+"""The README's demo table is what `make demo` prints: re-run it and compare every
+deterministic column (decision latencies are measured, so they are left out)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from utilon.runner import run_policy
+from utilon.scenario import load_workload
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_rows() -> dict[str, list[str]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What `make demo` shows", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 11 and cells[0] not in ("policy", "---"):
+            rows[re.sub(r"\s*\(.*\)", "", cells[0])] = cells
+    return rows
+
+
+ROWS = _readme_rows()
+
+
+def test_readme_lists_every_demo_policy() -> None:
+    assert set(ROWS) == {"fifo", "fair", "fair-slots", "edf-n", "edf-p"}
+
+
+@pytest.mark.parametrize("policy", sorted(ROWS))
+def test_readme_demo_row_is_reproduced(policy: str) -> None:
+    workload = load_workload(ROOT / "examples" / "facebook-mix.yaml")
+    s = run_policy(workload, policy).summary
+    expected = ROWS[policy]
+    got = [
+        f"{s['utility_min']:.3f}", f"{s['utility_sum']:.2f}", f"{s['utility_mean']:.3f}",
+        f"{s['misses']} ({s['miss_rate']:.0%})", f"{s['penalty']:.2f}", f"{s['makespan']:.0f}",
+        f"{s['response_mean']:.0f}", f"{s['response_p95']:.0f}", f"{s['utilisation']:.0%}",
+    ]
+    assert got == expected[1:10], (
+        f"README demo row for {policy} is stale: run `make demo` and update the table")
