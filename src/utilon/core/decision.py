@@ -1,8 +1,9 @@
 """A policy's decision is data: grants, infeasible items and dispatch options.
 
 A ``Grant`` lets one job hold up to ``slots`` running tasks (``None``: as many as it can
-use), optionally only tasks of one stage and only on a set of machines.  Grants are listed in
-priority order: when capacity frees up, the dispatcher offers it to the first grant that has
+use), optionally only tasks of one stage and only on a set of machines, and optionally as a
+gang (the ``slots - running`` tasks it allows start at one instant, or none do: alsched's
+``nCk``).  Grants are listed in priority order: when capacity frees up, the dispatcher offers it to the first grant that has
 room and a ready task that fits.  A job may hold several grants (per stage, per machine set) as
 long as their scopes do not overlap.
 
@@ -24,6 +25,8 @@ class Grant(NamedTuple):  # a NamedTuple: policies build one per job per decisio
     stage: str | None = None
     machines: frozenset[str] | None = None
     kill_excess: bool = False
+    gang: bool = False
+    """Start the granted tasks together: up to ``slots`` of them at once, or none."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"job": self.job, "slots": self.slots}
@@ -33,6 +36,8 @@ class Grant(NamedTuple):  # a NamedTuple: policies build one per job per decisio
             d["machines"] = sorted(self.machines)
         if self.kill_excess:
             d["kill_excess"] = True
+        if self.gang:
+            d["gang"] = True
         return d
 
 

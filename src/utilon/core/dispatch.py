@@ -18,7 +18,7 @@ its ``_launch``; it is split out so that the placement rules can be read on thei
 from __future__ import annotations
 
 import bisect
-from operator import le
+from operator import le, sub
 from typing import TYPE_CHECKING
 
 from utilon.core.decision import Decision, SlotLimit
@@ -140,9 +140,20 @@ class Dispatcher:
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
                 continue
-            if st.gang:
+            if st.gang or gs.gang:
+                # A gang stage starts whole; a gang grant starts what it may run, together.
+                # Both may need machines other than the one that just freed up.
+                if st.gang:
+                    if st.running or (not ignore_limit and gs.running + len(st.ready)
+                                      > gs.limit):
+                        continue
+                    n_gang = len(st.ready)
+                elif ignore_limit:
+                    continue  # a gang grant is an exact request: no backfill beyond it
+                else:
+                    n_gang = int(min(gs.limit - gs.running, len(st.ready)))
                 every = [i for i in self._open if gs.mask is None or i in gs.mask]
-                self._fill_gang(gs, st, every, ignore_limit, cmds)
+                self._fill_gang(gs, st, every, n_gang, cmds)
                 continue
             p = 0
             n = len(cands)
@@ -163,30 +174,30 @@ class Dispatcher:
                 if st.ready and st.vectors[st.ready[0]] is not v:
                     p = 0  # a different demand may fit machines the last one skipped
 
-    def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], ignore_limit: bool,
+    def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], n: int,
                    cmds: list[Command]) -> None:
-        n = len(st.ready)
-        if st.running or (not ignore_limit and gs.running + n > gs.limit):
+        """Launch the first ``n`` ready tasks of ``st`` together, or none of them."""
+        if n < 1 or n > len(st.ready):
             return
-        trial = {mi: list(self.machines[mi].used) for mi in cands}
+        free = {mi: self.machines[mi].free for mi in cands}  # trial copies, made on write
         counts = {mi: [self.machines[mi].ntasks, self.machines[mi].nreduce] for mi in cands}
         placement: list[int] = []
-        for idx in st.ready:
-            v = st.vectors[idx]
+        for k in range(n):
+            v = st.vectors[st.ready[k]]
             for mi in cands:
-                if self._trial_fits(mi, st, v, trial, counts):
-                    trial[mi] = [u + x for u, x in zip(trial[mi], v, strict=True)]
+                if self._trial_fits(mi, st, v, free, counts):
+                    free[mi] = list(map(sub, free[mi], v))
                     counts[mi][0] += 1
                     counts[mi][1] += int(st.is_reduce)
                     placement.append(mi)
                     break
             else:
-                return  # the whole gang does not fit now
+                return  # the gang does not fit now
         for mi in placement:
             self._launch(gs.job, st, self.machines[mi], gs, cmds)
 
     def _trial_fits(self, mi: int, st: StageRT, v: tuple[float, ...],
-                    trial: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
+                    free: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
         m = self.machines[mi]
         if m.state is not _UP:
             return False
@@ -196,4 +207,4 @@ class Dispatcher:
             if sl.reduce_per_machine is None:
                 return nt < sl.per_machine
             return nr < sl.reduce_per_machine if st.is_reduce else nt - nr < sl.per_machine
-        return all(u + x <= c + EPS for u, x, c in zip(trial[mi], v, m.cap, strict=True))
+        return all(map(le, v, free[mi]))

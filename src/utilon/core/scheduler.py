@@ -136,6 +136,7 @@ class SchedulerCore(Dispatcher):
 
     # ------------------------------------------------------------------ public entry point
     def handle(self, now: float, stimuli: Sequence[Stimulus]) -> list[Command]:
+        """Apply everything that happened at ``now``; return what the backend must do."""
         if now < self.now - EPS:
             raise IllegalTransition(f"time went backwards: {now} after {self.now}")
         self.now = now
@@ -495,14 +496,14 @@ class SchedulerCore(Dispatcher):
         reusable: dict[str, GrantState] = {}
         for gs in self._grants:  # only jobs that held grants have any to drop
             job = gs.job
-            if gs.stage is None and gs.mask is None and len(job.gstates) == 1:
+            if gs.stage is None and gs.mask is None and not gs.gang and len(job.gstates) == 1:
                 reusable[job.id] = gs
             job.gstates = []
         grants: list[GrantState] = []
         for order, g in enumerate(decision.grants):
             job = self.active[g.job]
             limit = INF if g.slots is None else g.slots
-            if g.stage is None and g.machines is None:
+            if g.stage is None and g.machines is None and not g.gang:
                 kept = reusable.pop(g.job, None)
                 if kept is None:
                     gs = GrantState(order, job, None, None, limit)
@@ -515,7 +516,7 @@ class SchedulerCore(Dispatcher):
                 stage = job.job.stage_index(g.stage) if g.stage is not None else None
                 mask = (frozenset(self._machine_index[x] for x in g.machines)
                         if g.machines is not None else None)
-                gs = GrantState(order, job, stage, mask, limit)
+                gs = GrantState(order, job, stage, mask, limit, g.gang)
                 gs.running = sum(1 for r, (mi, _) in job.running.items()
                                  if gs.covers(r[1], mi))
             job.gstates.append(gs)

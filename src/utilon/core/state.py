@@ -98,11 +98,12 @@ class MachineRT:
 class GrantState:
     """A grant as installed: resolved indices and its running-task count."""
 
-    __slots__ = ("job", "limit", "mask", "order", "running", "stage")
+    __slots__ = ("gang", "job", "limit", "mask", "order", "running", "stage")
 
     def __init__(self, order: int, job: JobRT, stage: int | None, mask: frozenset[int] | None,
-                 limit: float) -> None:
+                 limit: float, gang: bool = False) -> None:
         self.order = order
+        self.gang = gang
         self.job = job
         self.stage = stage
         self.mask = mask

@@ -25,7 +25,7 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
                               where=where)
     grants = decision.grants
-    if all(g.stage is None and g.machines is None for g in grants):
+    if all(g.stage is None and g.machines is None and not g.gang for g in grants):
         # The common case (one whole-job grant each): ids active and distinct, sane slots.
         active = {j.id for j in snap.jobs}
         ids = [g.job for g in grants]
@@ -44,6 +44,9 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
                                     or g.slots < 0):
             raise InvalidDecision(f"grant for job {g.job!r}: slots must be a non-negative int "
                                   f"or None, got {g.slots!r}", where=where)
+        if g.gang and g.slots is None:
+            raise InvalidDecision(f"gang grant for job {g.job!r} needs a number of slots: how "
+                                  "many tasks start together", where=where)
         if g.stage is not None and g.stage not in {s.name for s in job.stages}:
             raise InvalidDecision(f"grant for job {g.job!r} names unknown stage {g.stage!r}",
                                   where=where)
