@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from utilon.metrics.outputs import job_rows, summarize, write_outputs
-from utilon.policies import make_policy, policy_names
+from utilon.policies import make_policy, policy_class, policy_names
 from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
 from utilon.sim.engine import SimResult, Simulation
@@ -71,11 +71,5 @@ def resolve_policies(spec: str) -> list[str]:
         return policy_names()
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:
-        make_policy_check(n)
+        policy_class(n)  # an unknown name fails here, before any run starts
     return names
-
-
-def make_policy_check(name: str) -> None:
-    from utilon.policies.base import policy_class
-
-    policy_class(name)

@@ -3,9 +3,9 @@
 A ``Grant`` lets one job hold up to ``slots`` running tasks (``None``: as many as it can
 use), optionally only tasks of one stage and only on a set of machines, and optionally as a
 gang (the ``slots - running`` tasks it allows start at one instant, or none do: alsched's
-``nCk``).  Grants are listed in priority order: when capacity frees up, the dispatcher offers it to the first grant that has
-room and a ready task that fits.  A job may hold several grants (per stage, per machine set) as
-long as their scopes do not overlap.
+``nCk``).  Grants are listed in priority order: when capacity frees up, the dispatcher offers
+it to the first grant that has room and a ready task that fits.  A job may hold several grants
+(per stage, per machine set) as long as their scopes do not overlap.
 
 Shrinking a grant below what a job is running is a no-kill preemption ("stop giving slots"):
 running tasks finish and the job gets no new ones until it is under its grant.  With
