@@ -44,3 +44,15 @@ def test_readme_demo_row_is_reproduced(policy: str) -> None:
     ]
     assert got == expected[1:10], (
         f"README demo row for {policy} is stale: run `make demo` and update the table")
+
+
+def test_readme_python_api_example_runs() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = text.split("## Python API", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    from utilon.policies import base
+
+    try:
+        namespace: dict[str, object] = {"__name__": "readme_example"}
+        exec(compile(code, "README.md", "exec"), namespace)  # the example as a user runs it
+    finally:
+        base._REGISTRY.pop("srf", None)  # keep the registry as other tests expect it

@@ -28,9 +28,11 @@ def policy_for(workload: Workload, name: str,
     params = dict(workload.spec.policies.get(name, {}))
     if workload.spec.policy is not None and workload.spec.policy.name == name:
         params.update(workload.spec.policy.params)
-    params.update(overrides or {})
     where = f"{workload.source}: policies.{name}" if workload.source else ""
-    return make_policy(name, params, where=where)
+    policy = make_policy(name, params, where=where)  # the file's part, blamed on the file
+    if not overrides:
+        return policy
+    return make_policy(name, {**params, **overrides}, where="command line (--param)")
 
 
 def provenance(workload: Workload) -> dict[str, Any]:
