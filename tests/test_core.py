@@ -125,18 +125,26 @@ def test_launch_commands_name_task_and_machine() -> None:
     assert core.jobs["j"].start == 0
 
 
-@given(
-    caps=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=3),
-    tasks=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=1, max_size=12),
-    order=st.randoms(use_true_random=False),
-)
-def test_random_finish_orders_keep_capacity_and_finish_everything(caps, tasks, order) -> None:
+def random_cluster_and_job(caps: list[tuple[int, int]], tasks: list[tuple[int, int]]
+                           ) -> tuple[Cluster, Job]:
+    """Machines with the given (cpu, mem), and a two-stage job whose every task fits the
+    biggest machine (demands are clipped to it)."""
     cluster = make_cluster(capacities=[{"cpu": c, "mem": m} for c, m in caps])
     big_c = max(c for c, _ in caps)
     big_m = max(m for c, m in caps if c == big_c)
     demands = [Resources(cpu=min(c, big_c), mem=min(m, big_m)) for c, m in tasks]
     job = Job("j", 0, (Stage("s", tuple(Task(1, d) for d in demands)),
                        Stage("t", (Task(1, demands[0]),), after=("s",))))
+    return cluster, job
+
+
+@given(
+    caps=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=3),
+    tasks=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=1, max_size=12),
+    order=st.randoms(use_true_random=False),
+)
+def test_random_finish_orders_keep_capacity_and_finish_everything(caps, tasks, order) -> None:
+    cluster, job = random_cluster_and_job(caps, tasks)
     core = new_core(cluster)
     step(core, 0, JobSubmitted(job))
     now = 0.0
@@ -165,12 +173,7 @@ def test_random_capacity_changes_and_failures_keep_the_books(caps, tasks, script
     """Interleave completions, failures, SCALE and LEAVE/JOIN at random: the core's counters
     stay consistent, launches respect the (scaled) capacity, and once the cluster is restored
     every task completes."""
-    cluster = make_cluster(capacities=[{"cpu": c, "mem": m} for c, m in caps])
-    big_c = max(c for c, _ in caps)
-    big_m = max(m for c, m in caps if c == big_c)
-    demands = [Resources(cpu=min(c, big_c), mem=min(m, big_m)) for c, m in tasks]
-    job = Job("j", 0, (Stage("s", tuple(Task(1, d) for d in demands)),
-                       Stage("t", (Task(1, demands[0]),), after=("s",))))
+    cluster, job = random_cluster_and_job(caps, tasks)
     core = new_core(cluster)
     step(core, 0, JobSubmitted(job))
     now = 0.0

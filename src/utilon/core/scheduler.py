@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import add, le, sub
+from operator import add, sub
 
 import numpy as np
 
@@ -367,8 +367,7 @@ class SchedulerCore(Dispatcher):
         if job.state is JobState.QUEUED:
             job.state = JobState.RUNNING
             job.start = now
-        md = self._min_demand
-        if self._slot_limit is not None or md is None or not all(map(le, md, m.free)):
+        if not self._has_room(m):
             self._refresh_open(m)
         self.stats.launched += 1
         cmds.append(Launch(ref, m.id))
