@@ -1,13 +1,20 @@
-"""Running policies on workloads: the API behind ``utilon simulate`` and ``utilon compare``."""
+"""Running policies on workloads: the API behind ``utilon simulate``, ``compare`` and ``run``."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from utilon.metrics.outputs import job_rows, summarize, write_outputs
+from utilon.errors import UnknownNameError
+from utilon.live import LiveProgress, LiveResult, LiveRun, LocalBackend, TaskCatalog
+from utilon.live.backend import Backend
+from utilon.metrics.outputs import job_rows, summarize, write_attempts_csv, write_outputs
+from utilon.model.cluster import Cluster
 from utilon.policies import make_policy, policy_class, policy_names
 from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
@@ -58,7 +65,8 @@ def run_policy(
     policy = policy_for(workload, name, overrides)
     sim = Simulation(workload.cluster, workload.jobs, policy,
                      horizon=workload.spec.simulation.horizon, validate=validate,
-                     record_attempts=False, progress=progress)
+                     record_attempts=False, progress=progress,
+                     estimates=workload.spec.simulation.estimates)
     result = sim.run()
     rows = job_rows(result, workload.jobs)
     summary = summarize(result, workload, policy, rows)
@@ -75,3 +83,80 @@ def resolve_policies(spec: str) -> list[str]:
     for n in names:
         policy_class(n)  # an unknown name fails here, before any run starts
     return names
+
+
+# ------------------------------------------------------------------------------ live runs
+BACKENDS = ("local", "ray")
+
+
+def make_backend(kind: str, *, ray_address: str | None = None,
+                 ray_cpus: int | None = None) -> Backend:
+    """A backend by name: ``local`` (worker processes here) or ``ray``."""
+    if kind == "local":
+        return LocalBackend()
+    if kind == "ray":
+        from utilon.live.ray_backend import RayBackend
+
+        return RayBackend(ray_address, num_cpus=ray_cpus)
+    raise UnknownNameError("backend", kind, BACKENDS, where="--backend")
+
+
+@dataclass(frozen=True)
+class LiveOutput:
+    policy: Policy
+    result: LiveResult
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    run_dir: Path
+
+
+def run_live(
+    workload: Workload,
+    name: str,
+    backend: Backend,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    out_dir: Path | None = None,
+    timeout: float | None = None,
+    validate: bool = False,
+    progress: Callable[[LiveProgress], None] | None = None,
+    on_prepare: Callable[[str], None] | None = None,
+) -> LiveOutput:
+    """Run the workload's jobs for real under one policy on ``backend``.
+
+    Inputs are generated into ``out_dir/jobs/<job>/`` before the clock starts; the outputs
+    are the simulator's (jobs.csv, summary.json, provenance.json, with measured times) plus
+    attempts.csv (every task attempt) and verification.json (each real job's output check).
+    """
+    policy = policy_for(workload, name, overrides)
+    run_dir = out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="utilon-run-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    catalog = TaskCatalog(run_dir.resolve(), workload.jobs, workload.plans)
+    catalog.prepare(on_prepare)
+    result = LiveRun(workload.cluster, workload.jobs, policy, backend, catalog,
+                     timeout=timeout, validate=validate, progress=progress).run()
+    # machines a Ray cluster added during the run count as servers too
+    ran_on = Cluster(tuple(m.machine for m in result.core.machines), result.cluster.timeline,
+                     result.cluster.initially_down)
+    seen = dataclasses.replace(workload, cluster=ran_on)
+    rows = job_rows(result, workload.jobs)
+    summary = summarize(result, seen, policy, rows)
+    checks = result.verification
+    summary["mode"] = "live"
+    summary["backend"] = result.backend
+    summary["verified"] = {
+        "ok": sum(1 for v in checks.values() if v.ok is True),
+        "failed": sum(1 for v in checks.values() if v.ok is False),
+        "unverifiable": sum(1 for v in checks.values() if v.ok is None),
+        "plain": len(workload.jobs) - len(checks),
+    }
+    summary["peak_usage"] = {k: round(v, 4) for k, v in sorted(result.peak_usage.items())}
+    write_outputs(run_dir, rows, summary, provenance(workload) | {
+        "mode": "live", "backend": result.backend,
+        "machines": {m.id: m.capacity.as_dict() for m in ran_on.machines}})
+    write_attempts_csv(run_dir / "attempts.csv", result.core.attempts,
+                       {j.id: [s.name for s in j.stages] for j in workload.jobs})
+    (run_dir / "verification.json").write_text(json.dumps(
+        {k: {"ok": v.ok, "detail": v.detail} for k, v in sorted(checks.items())},
+        indent=2) + "\n", encoding="utf-8")
+    return LiveOutput(policy, result, rows, summary, run_dir)

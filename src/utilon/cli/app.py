@@ -10,7 +10,7 @@ import csv
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,8 +21,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from utilon.errors import UtilonError
+from utilon.live import LiveProgress
 from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
-from utilon.runner import RunOutput, resolve_policies, run_policy
+from utilon.runner import (
+    BACKENDS,
+    LiveOutput,
+    RunOutput,
+    make_backend,
+    resolve_policies,
+    run_live,
+    run_policy,
+)
 from utilon.scenario import load_workload, read_scenario, scenario_json_schema
 from utilon.scenario.build import build_workload
 
@@ -174,7 +183,7 @@ def _progress() -> Progress:
                     disable=not err.is_terminal)
 
 
-def _table(results: list[RunOutput], title: str) -> Table:
+def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for col, just in (("policy", "left"), ("U min", "right"), ("U sum", "right"),
                       ("U mean", "right"), ("misses", "right"), ("penalty", "right"),
@@ -193,7 +202,7 @@ def _table(results: list[RunOutput], title: str) -> Table:
     return t
 
 
-def _warn(r: RunOutput) -> None:
+def _warn(r: RunOutput | LiveOutput) -> None:
     s = r.summary
     if s["stopped_early"]:
         err.print(f"[yellow]warning:[/] {s['policy']}: run stopped early: "
@@ -201,6 +210,103 @@ def _warn(r: RunOutput) -> None:
                   f"({s['unsubmitted']} never submitted)")
     for w in s["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
+
+
+# ---------------------------------------------------------------------------------- run
+@app.command()
+def run(
+    scenario: ScenarioArg,
+    policy: Annotated[str | None, typer.Option("--policy", "-p",
+                                               help="policy name (default: the scenario's)")]
+    = None,
+    backend: Annotated[str, typer.Option("--backend", "-b",
+                                         help=f"where tasks run: {' | '.join(BACKENDS)}")]
+    = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Ray cluster to connect to (default: start a local one)")] = None,
+    ray_cpus: Annotated[int | None, typer.Option(
+        "--ray-cpus", help="CPUs of the local Ray started when no address is given")] = None,
+    seed: SeedOpt = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="run directory (inputs, "
+                                                 "task outputs, results)")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", help="policy parameter "
+                                                    "KEY=VALUE (repeatable)")] = None,
+    capacity: Annotated[Path | None, typer.Option(
+        "--capacity", help="capacity timeline file replacing the scenario's")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        "--timeout", help="stop after this many seconds of wall time")] = None,
+) -> None:
+    """Run a scenario's jobs for real (local worker processes or Ray) under one policy."""
+    with _errors():
+        if backend not in BACKENDS:
+            from utilon.errors import UnknownNameError
+
+            raise UnknownNameError("backend", backend, BACKENDS, where="--backend")
+        workload = load_workload(scenario, seed=seed, capacity=capacity)
+        name = policy or (workload.spec.policy.name if workload.spec.policy else None)
+        if name is None:
+            raise UtilonError("no policy given", where=str(scenario),
+                              fix="pass --policy NAME or set policy: in the scenario")
+        policy_class(name)
+        target = out_dir or _default_out(workload.name) / f"{name}-{backend}"
+        err.print(f"preparing inputs of {len(workload.plans)} real job(s) in {target}/jobs")
+        be = make_backend(backend, ray_address=ray_address, ray_cpus=ray_cpus)
+        with _LiveView(name, backend) as view:
+            res = run_live(workload, name, be, _parse_params(param), out_dir=target,
+                           timeout=timeout, progress=view.update)
+        out.print(_table([res], f"{workload.name} live on {backend} (seed {workload.seed})"))
+        _report_live(res)
+        out.print(f"outputs: {target}/jobs.csv, summary.json, attempts.csv, "
+                  "verification.json; task outputs under jobs/")
+
+
+class _LiveView:
+    """A live status line: time, jobs submitted/done, running tasks, misses, utility."""
+
+    def __init__(self, policy: str, backend: str) -> None:
+        from rich.live import Live
+
+        self.label = f"{policy} on {backend}"
+        self.live = Live(self._render(None), console=err, transient=True,
+                         refresh_per_second=4, auto_refresh=err.is_terminal)
+        self.enabled = err.is_terminal
+
+    def _render(self, p: LiveProgress | None) -> Any:
+        from rich.text import Text
+
+        if p is None:
+            return Text(f"{self.label}: starting")
+        return Text(f"{self.label}  t={p.now:7.1f}s  jobs {p.finished}/{p.jobs} done, "
+                    f"{p.submitted - p.finished} running ({p.running_tasks} tasks)  "
+                    f"misses {p.misses}  utility {p.utility:.2f}")
+
+    def update(self, p: LiveProgress) -> None:
+        if self.enabled:
+            self.live.update(self._render(p))
+
+    def __enter__(self) -> _LiveView:
+        if self.enabled:
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            self.live.__exit__(*exc)
+
+
+def _report_live(res: LiveOutput) -> None:
+    s = res.summary
+    v = s["verified"]
+    err.print(f"verified outputs: {v['ok']} ok, {v['failed']} failed, "
+              f"{v['unverifiable']} without a verifier, {v['plain']} plain (sleep) job(s)")
+    for job, check in sorted(res.result.verification.items()):
+        if check.ok is False:
+            err.print(f"[red]verification failed:[/] {job}: {check.detail}")
+    t = s["tasks"]
+    if t["failed"] or t["lost"] or t["killed"]:
+        err.print(f"tasks: {t['failed']} failed, {t['lost']} lost, {t['killed']} preempted; "
+                  "all were re-queued")
+    _warn(res)
 
 
 # ---------------------------------------------------------------------------------- policies

@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from utilon.model.cluster import CapacityChange
+from utilon.model.cluster import CapacityChange, Machine
 from utilon.model.job import Job
 
 
@@ -54,11 +54,21 @@ class CapacityChanged(NamedTuple):
     change: CapacityChange
 
 
+class MachineAdded(NamedTuple):
+    """A machine the cluster did not declare joined (a Ray node started during a live run).
+
+    Machines the cluster declares join and leave through ``CapacityChanged``; this stimulus is
+    for machines discovered at run time, which have no id in the cluster yet.
+    """
+
+    machine: Machine
+
+
 class Tick(NamedTuple):
     """A periodic control tick (for policies with a ``tick``)."""
 
 
-Stimulus = JobSubmitted | TaskFinished | TaskFailed | CapacityChanged | Tick
+Stimulus = JobSubmitted | TaskFinished | TaskFailed | CapacityChanged | MachineAdded | Tick
 
 
 # -- commands --------------------------------------------------------------------------------

@@ -9,6 +9,13 @@
 3. dispatches: offers free capacity to the installed grants in order, never over-committing a
    machine's declared resources, and returns ``Launch`` / ``Preempt`` commands.
 
+Task durations reach policies as each stage's ``expected_duration``.  With
+``estimates="declared"`` (the simulator's default) that is what the job declares: the stage's
+``estimate`` or its tasks' mean duration, i.e. perfect knowledge.  With ``estimates="online"``
+(live runs, and simulations that want to behave like them) the declared value is only a
+prior: once a task of a stage completes, the stage's expected duration becomes the running mean
+of the attempt times observed for that job and stage, as the papers' schedulers estimate it.
+
 The core knows nothing about clocks, processes or event queues: the simulator and the live
 backends drive it with the same stimuli.  It keeps the per-job and per-attempt records that the
 metrics are computed from, so outputs are the same whichever world produced them.
@@ -32,6 +39,7 @@ from utilon.core.messages import (
     Command,
     JobSubmitted,
     Launch,
+    MachineAdded,
     Preempt,
     Stimulus,
     TaskFailed,
@@ -44,7 +52,7 @@ from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageVie
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.validate import validate_decision
 from utilon.errors import IllegalTransition
-from utilon.model.cluster import CapacityAction, Cluster
+from utilon.model.cluster import CapacityAction, Cluster, Machine
 from utilon.model.job import Job
 from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
 from utilon.policies.base import Policy
@@ -59,6 +67,7 @@ _DONE = TaskState.DONE
 _UP = MachineState.UP
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
+ESTIMATE_MODES = ("declared", "online")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +103,11 @@ class SchedulerCore(Dispatcher):
         validate: bool = False,
         timer: Callable[[], float] = time.perf_counter,
         on_decision: Callable[[float, ClusterSnapshot, Decision], None] | None = None,
+        estimates: str = "declared",
     ) -> None:
+        if estimates not in ESTIMATE_MODES:
+            raise ValueError(f"estimates must be one of {ESTIMATE_MODES}, got {estimates!r}")
+        self.online = estimates == "online"
         self.cluster = cluster
         self.policy = policy
         self.names = cluster.resource_names
@@ -158,6 +171,9 @@ class SchedulerCore(Dispatcher):
                 triggers.add(Trigger.CAPACITY)
             elif kind is Tick:
                 triggers.add(Trigger.TICK)
+            elif kind is MachineAdded:
+                self._on_machine_added(s.machine)  # type: ignore[union-attr]
+                triggers.add(Trigger.CAPACITY)
             else:
                 raise IllegalTransition(f"unknown stimulus {s!r}")
         if self.active and not triggers.isdisjoint(self.policy.triggers):
@@ -237,6 +253,10 @@ class SchedulerCore(Dispatcher):
         st.running -= 1
         st.done += 1
         m = self.machines[run[0]]
+        if self.online:  # the stage's estimate becomes the mean of what was measured
+            st.observed += 1
+            st.observed_sum += self.now - run[1]
+            st.expected = max(st.observed_sum / st.observed, EPS)
         self._release(job, st, ref, m, run[1], "done")
         self.stats.completed += 1
         touched.append(m.index)
@@ -309,6 +329,21 @@ class SchedulerCore(Dispatcher):
         m.view = None
         self._machine_views = None
         self._cap_total = self._capacity_total()
+        self._refresh_open(m)
+
+    def _on_machine_added(self, machine: Machine) -> None:
+        if machine.id in self._machine_index:
+            raise IllegalTransition(f"machine {machine.id!r} added twice; a known machine "
+                                    "rejoins with a CapacityChanged JOIN")
+        self._advance_capacity_integral()
+        m = MachineRT(len(self.machines), machine, self.names, True)
+        self.machines.append(m)
+        self._machine_index[m.id] = m.index
+        self._machine_views = None
+        self._cap_total = self._capacity_total()
+        for v in {v for j in self.active.values() for st in j.stages for v in st.vectors}:
+            if v not in self._placeable and all(x <= c + EPS for x, c in zip(v, m.base)):
+                self._placeable.add(v)
         self._refresh_open(m)
 
     # ------------------------------------------------------------------ machine bookkeeping

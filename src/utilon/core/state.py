@@ -18,7 +18,8 @@ FIT_EPS = 1e-9
 
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
-                 "locked", "ready", "running", "stage", "states", "total", "vectors")
+                 "locked", "observed", "observed_sum", "ready", "running", "stage", "states",
+                 "total", "vectors")
 
     def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]]) -> None:
         self.index = index
@@ -27,6 +28,8 @@ class StageRT:
         self.vectors = vectors  # declared demand per task, ordered like the cluster resources
         self.gang = stage.gang
         self.expected = stage.expected_duration  # O(tasks): computed once, not per snapshot
+        self.observed = 0  # completed attempts measured (online estimation only)
+        self.observed_sum = 0.0
         self.is_reduce = stage.kind == "reduce"
         self.deps_left = len(stage.after)
         self.locked = self.deps_left > 0

@@ -27,15 +27,30 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from utilon.core.scheduler import Attempt, SchedulerCore
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
 from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
-from utilon.sim.engine import SimResult
+
+
+class RunRecord(Protocol):
+    """What a finished run (simulated or live) offers the metrics."""
+
+    @property
+    def core(self) -> SchedulerCore: ...
+    @property
+    def end_time(self) -> float: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def wall_seconds(self) -> float: ...
+    @property
+    def stopped_early(self) -> str: ...
 
 JOB_COLUMNS = ("id", "tenant", "class", "submit", "start", "finish", "goal", "utility",
                "delta", "missed", "penalty", "cost")
@@ -45,7 +60,7 @@ def _r(x: float, nd: int = 6) -> float:
     return float(round(x, nd))
 
 
-def job_rows(result: SimResult, jobs: Sequence[Job] = ()) -> list[dict[str, Any]]:
+def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]]:
     """One row per job: every job the core saw, then any of ``jobs`` it never saw (a run
     stopped by its horizon before they were submitted) as unfinished rows."""
     rows = []
@@ -86,7 +101,7 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if values else 0.0
 
 
-def summarize(result: SimResult, workload: Workload, policy: Policy,
+def summarize(result: RunRecord, workload: Workload, policy: Policy,
               rows: list[dict[str, Any]]) -> dict[str, Any]:
     core = result.core
     finished = [r for r in rows if r["finish"] is not None]
@@ -165,3 +180,17 @@ def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, 
     write_summary(out_dir / "summary.json", summary)
     (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n",
                                              encoding="utf-8")
+
+
+ATTEMPT_COLUMNS = ("job", "stage", "index", "machine", "start", "end", "outcome")
+
+
+def write_attempts_csv(path: Path, attempts: Sequence[Attempt], stage_names: dict[str, list[str]]
+                       ) -> None:
+    """Every task attempt: where and when it ran and how it ended (live runs; Gantt input)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(ATTEMPT_COLUMNS)
+        for a in attempts:
+            w.writerow([a.task.job, stage_names[a.task.job][a.task.stage], a.task.index,
+                        a.machine, _r(a.start, 4), _r(a.end, 4), a.outcome])

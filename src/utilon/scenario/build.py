@@ -16,10 +16,13 @@ import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from utilon.errors import ModelError, ScenarioError
+from utilon.jobs.kinds import plan_job
+from utilon.jobs.plan import JobPlan
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
 from utilon.model.job import Job, Stage, Task, UsagePhase
 from utilon.model.resources import Resources
@@ -67,6 +70,8 @@ class Workload:
     source: str = ""
     standalone: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    plans: dict[str, JobPlan] = field(default_factory=dict)
+    """Real jobs (``run:`` blocks): what their tasks execute when run live."""
 
 
 @dataclass(frozen=True)
@@ -148,8 +153,12 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
 
 
 class _Builder:
-    def __init__(self, spec: ScenarioSpec, cluster: Cluster, seed: int, where: str) -> None:
+    def __init__(self, spec: ScenarioSpec, cluster: Cluster, seed: int, where: str,
+                 base_dir: Path = Path()) -> None:
         self.spec = spec
+        self.seed = seed
+        self.base_dir = base_dir
+        self.plans: dict[str, JobPlan] = {}
         self.cluster = cluster
         self.rng = np.random.default_rng(seed)
         self.where = where
@@ -265,8 +274,25 @@ class _Builder:
             raise ScenarioError(e.message, where=loc) from None
 
     # -- jobs -------------------------------------------------------------------------------
-    def job(self, js: JobSpec, loc: str) -> Job:
-        stages = self.stages(js.stages, loc)
+    def planned_stages(self, js: JobSpec, index: int, loc: str) -> list[StageSpec]:
+        """A real job's stages, from its kind's plan (task durations are the priors)."""
+        assert js.run is not None
+        seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
+        try:
+            plan = plan_job(js.run, js.id, seed, self.base_dir)
+        except ValueError as e:
+            raise ScenarioError(str(e), where=f"{loc}.run") from None
+        self.plans[js.id] = plan
+        return [StageSpec(name=sp.name, kind=sp.kind, tasks=float(sp.tasks),
+                          duration=sp.estimate, estimate=sp.estimate,
+                          demand=dict(sp.demand) if sp.demand is not None else {"slots": 1.0},
+                          after=list(sp.after) if sp.after is not None else None, gang=sp.gang,
+                          usage=None)
+                for sp in plan.stages]
+
+    def job(self, js: JobSpec, loc: str, index: int = 0) -> Job:
+        specs = js.stages if js.run is None else self.planned_stages(js, index, loc)
+        stages = self.stages(specs, loc)
         standalone = self.standalone_runtime(stages, loc)
         self.standalone[js.id] = standalone
         utility = self.checked_goal(
@@ -322,10 +348,11 @@ def build_workload(spec: ScenarioSpec, *, seed: int | None = None, source: str =
     where = f"{source}: " if source else ""
     cluster = build_cluster(spec.cluster, where)
     use_seed = spec.seed if seed is None else seed
-    b = _Builder(spec, cluster, use_seed, where)
+    base_dir = Path(source).parent if source else Path()
+    b = _Builder(spec, cluster, use_seed, where, base_dir)
     jobs: list[Job] = []
     for ji, js in enumerate(spec.workload.jobs):
-        jobs.append(b.job(js, f"{where}workload.jobs[{ji}]"))
+        jobs.append(b.job(js, f"{where}workload.jobs[{ji}]", ji))
     for gi, g in enumerate(spec.workload.generate):
         jobs.extend(b.generated(g, f"{where}workload.generate[{gi}]"))
     if not jobs:
@@ -336,9 +363,15 @@ def build_workload(spec: ScenarioSpec, *, seed: int | None = None, source: str =
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ScenarioError(f"job id {dup!r} is used twice", where=f"{where}workload",
                             fix="make ids unique (generators: set distinct id_prefix)")
-    notes = (
+    notes: tuple[str, ...] = (
         "utility times are seconds after submit; '<k>x' means k x standalone runtime",
         "standalone runtime = longest path over stages of max(longest task, stage work / "
         "tasks that fit the cluster at t=0)",
     )
-    return Workload(spec.name, use_seed, cluster, tuple(jobs), spec, source, b.standalone, notes)
+    if b.plans:
+        notes += tuple(f"job {jid} ({p.kind}): {n}" for jid, p in b.plans.items()
+                       for n in p.notes)
+        notes += ("real jobs: task durations in the scenario are priors (the kind's rate x "
+                  "size); live runs measure them",)
+    return Workload(spec.name, use_seed, cluster, tuple(jobs), spec, source, b.standalone, notes,
+                    b.plans)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from utilon.errors import ScenarioError
 from utilon.scenario.build import Workload, build_workload
-from utilon.scenario.spec import ScenarioSpec
+from utilon.scenario.spec import ClusterSpec, ScenarioSpec
 
 
 def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
@@ -64,16 +64,20 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
 
 def read_scenario(path: str | Path) -> ScenarioSpec:
     p = Path(path)
+    return parse_scenario(_read_data(p), str(p))
+
+
+def _read_data(p: Path) -> Any:
     if not p.exists():
         raise ScenarioError("file not found", where=str(p), fix="check the path")
     if p.is_dir():
-        raise ScenarioError("is a directory, not a scenario file", where=str(p))
+        raise ScenarioError("is a directory, not a file", where=str(p))
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"cannot read: {e}", where=str(p)) from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -82,12 +86,31 @@ def read_scenario(path: str | Path) -> ScenarioSpec:
     except json.JSONDecodeError as e:
         raise ScenarioError(f"JSON syntax error: {e.msg}",
                             where=f"{p}:{e.lineno}:{e.colno}") from None
-    return parse_scenario(data, str(p))
 
 
-def load_workload(path: str | Path, *, seed: int | None = None) -> Workload:
-    """Read, validate and build a scenario file."""
+def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
+    """The scenario with its capacity timeline replaced by the events in ``path``: a YAML or
+    JSON list of ``{at, action, machines, factor}`` (or a mapping with a ``capacity:`` list)."""
+    p = Path(path)
+    data = _read_data(p)
+    events = data.get("capacity") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise ScenarioError("a capacity file must be a list of events (or capacity: [...])",
+                            where=str(p), fix="see docs/scenario.md#capacity-timeline")
+    try:
+        cluster = ClusterSpec.model_validate(
+            {**spec.cluster.model_dump(by_alias=True), "capacity": events})
+    except ValidationError as exc:
+        raise _pydantic_error(exc, {"capacity": events}, str(p)) from None
+    return spec.model_copy(update={"cluster": cluster})
+
+
+def load_workload(path: str | Path, *, seed: int | None = None,
+                  capacity: str | Path | None = None) -> Workload:
+    """Read, validate and build a scenario file (with an optional capacity timeline file)."""
     spec = read_scenario(path)
+    if capacity is not None:
+        spec = with_capacity_file(spec, capacity)
     return build_workload(spec, seed=seed, source=str(path))
 
 

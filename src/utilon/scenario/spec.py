@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from utilon.jobs.specs import RunSpec
 
 AttrValue = str | int | float | bool
 
@@ -146,9 +148,19 @@ class JobSpec(_Strict):
     priority: int = 0
     job_class: str = Field("", alias="class")
     utility: UtilitySpec = Field(default_factory=lambda: ConstantSpec(kind="constant"))
-    stages: list[StageSpec] = Field(min_length=1)
+    stages: list[StageSpec] = Field(
+        default_factory=list, description="the job's stages (or give `run` instead)")
+    run: RunSpec | None = Field(
+        None, description="a real job (word count, grep, sort, pi, n-body, or Python "
+        "callables): its stages and task durations' priors come from the job kind")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _stages_or_run(self) -> JobSpec:
+        if bool(self.stages) == (self.run is not None):
+            raise ValueError("give either `stages` or `run` (a real job), not both or neither")
+        return self
 
 
 class TemplateSpec(_Strict):
@@ -235,6 +247,10 @@ class PolicySpec(_Strict):
 
 class SimulationSpec(_Strict):
     horizon: float | None = Field(None, gt=0, description="stop the run at this time")
+    estimates: Literal["declared", "online"] = Field(
+        "declared", description="task durations policies see: the declared ones (perfect "
+        "knowledge) or online estimates (running mean of observed task times per job and "
+        "stage, starting from the declared value); live runs always estimate online")
 
 
 class ScenarioSpec(_Strict):
@@ -246,4 +262,5 @@ class ScenarioSpec(_Strict):
     policy: PolicySpec | None = Field(None, description="policy `utilon simulate` uses by default")
     policies: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="parameters per policy name, used whenever it runs")
-    simulation: SimulationSpec = Field(default_factory=lambda: SimulationSpec(horizon=None))
+    simulation: SimulationSpec = Field(
+        default_factory=lambda: SimulationSpec(horizon=None, estimates="declared"))

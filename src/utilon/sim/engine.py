@@ -76,13 +76,15 @@ class Simulation:
         timer: Callable[[], float] = time.perf_counter,
         on_decision: Callable[[float, ClusterSnapshot, Decision], None] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        estimates: str = "declared",
     ) -> None:
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
         self.policy = policy
         self.horizon = horizon
         self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
-                                  validate=validate, timer=timer, on_decision=on_decision)
+                                  validate=validate, timer=timer, on_decision=on_decision,
+                                  estimates=estimates)
         self._heap: list[tuple[float, int, int, int, object]] = []
         self._seq = 0
         self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec)

@@ -1,0 +1,142 @@
+"""The ``run:`` block of a job in a scenario file: which real job to execute, as pydantic models.
+
+One model per job kind, discriminated by ``kind``.  Unknown keys are errors (a typo never falls
+back to a default) and every model is frozen.  These models only describe a job; turning one
+into stages, input and a verifier is ``utilon.jobs.kinds.plan_job``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_demand(v: dict[str, float] | None) -> dict[str, float] | None:
+    for name, x in (v or {}).items():
+        if x < 0:
+            raise ValueError(f"demand of {name!r} must be >= 0, got {x}")
+    return v
+
+
+class _Planned(_Strict):
+    """Fields every built-in kind shares: overrides of the scheduler-facing numbers."""
+
+    estimate: dict[str, float] | None = Field(
+        None, description="prior seconds per task, by stage name; overrides the kind's "
+        "size-derived prior for the stages named")
+    demand: dict[str, float] | None = Field(
+        None, description="declared demand of every task (resource -> amount); "
+        "None: the scenario's default demand")
+
+    @field_validator("estimate")
+    @classmethod
+    def _positive_estimate(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        for name, x in (v or {}).items():
+            if x <= 0:
+                raise ValueError(f"estimate of stage {name!r} must be > 0, got {x}")
+        return v
+
+    @field_validator("demand")
+    @classmethod
+    def _nonnegative_demand(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return _check_demand(v)
+
+
+class _TextInput(_Planned):
+    """Fields of the kinds that read text (word count, grep)."""
+
+    maps: int = Field(4, ge=1, description="number of map tasks (input splits)")
+    input: str | None = Field(
+        None, description="a text file or a directory of text files; relative paths are "
+        "relative to the scenario file's folder; None: generate text")
+    generate_mb: float = Field(
+        2.0, gt=0, description="when input is None: megabytes (10**6 bytes) of text to generate")
+    vocabulary: int = Field(
+        5000, ge=1, description="when input is None: distinct words of the generated text")
+
+
+class WordCountRun(_TextInput):
+    kind: Literal["wordcount"] = Field(description="count every word of a text corpus")
+    reduces: int = Field(2, ge=1, description="number of reduce tasks (output partitions)")
+
+
+class GrepRun(_TextInput):
+    kind: Literal["grep"] = Field(
+        description="count the matches of a regex in a text corpus (Hadoop's grep example); "
+        "one reduce task")
+    pattern: str = Field(description="a Python regular expression, matched within each line")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"pattern {v!r} is not a valid Python regex: {e}") from None
+        return v
+
+
+class SortRun(_Planned):
+    kind: Literal["sort"] = Field(
+        description="TeraSort: sort generated 100-byte records (10-byte key, 90-byte value)")
+    records: int = Field(200_000, ge=1, description="number of 100-byte records to generate")
+    maps: int = Field(4, ge=1, description="number of map tasks (record ranges)")
+    reduces: int = Field(2, ge=1, description="number of reduce tasks (key ranges)")
+
+
+class PiRun(_Planned):
+    kind: Literal["pi"] = Field(
+        description="estimate pi by quasi-Monte Carlo (Hadoop's QuasiMonteCarlo example); "
+        "one reduce task")
+    maps: int = Field(4, ge=1, description="number of map tasks")
+    samples: int = Field(2_000_000, ge=1, description="Halton points evaluated by each map")
+
+
+class NBodyRun(_Planned):
+    kind: Literal["nbody"] = Field(
+        description="gravitational n-body simulation (alsched's NBODY): one stage per step")
+    bodies: int = Field(2000, ge=2, description="number of bodies")
+    tasks: int = Field(4, ge=1, description="tasks per step; task i advances a slice of bodies")
+    steps: int = Field(1, ge=1, description="time steps; step s is stage 'step-s'")
+    gang: bool = Field(True, description="start all tasks of a step together")
+    dt: float = Field(0.01, gt=0, description="time step of the integrator")
+
+
+class CallableStage(_Strict):
+    name: str = Field(min_length=1, description="stage name, unique within the job")
+    kind: str = Field("task", description="map, reduce or task (how the scheduler sees it)")
+    tasks: int = Field(ge=1, description="number of tasks")
+    call: str = Field(
+        description="task function as 'package.module:function'; it receives a TaskContext")
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="JSON-able arguments, passed as TaskContext.args")
+    estimate: float = Field(gt=0, description="prior expected seconds per task")
+    after: list[str] | None = Field(
+        None, description="stages this one waits for; None: reduce waits for all maps, "
+        "other kinds for none")
+    demand: dict[str, float] | None = Field(
+        None, description="declared demand of every task; None: the scenario's default demand")
+    gang: bool = Field(False, description="start all tasks of the stage together")
+
+    @field_validator("demand")
+    @classmethod
+    def _nonnegative_demand(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return _check_demand(v)
+
+
+class CallableRun(_Strict):
+    kind: Literal["callable"] = Field(description="stages whose tasks call your own functions")
+    stages: list[CallableStage] = Field(min_length=1, description="the job's stages, in order")
+
+
+RunSpec = Annotated[
+    WordCountRun | GrepRun | SortRun | PiRun | NBodyRun | CallableRun,
+    Field(discriminator="kind"),
+]
+"""What a job executes when run live; ``kind`` selects the model."""

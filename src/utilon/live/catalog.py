@@ -1,0 +1,78 @@
+"""What each task of a live run executes: its call, arguments and job directory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from utilon.core.messages import TaskRef
+from utilon.jobs.plan import JobPlan, TaskContext
+from utilon.model.job import Job
+from utilon.model.resources import Resources
+
+SLEEP_CALL = "utilon.jobs.builtin:sleep"
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    call: str
+    args: Mapping[str, Any]
+    job_dir: Path
+    stage: str
+    tasks: int
+    demand: Resources
+
+    def context(self, ref: TaskRef, attempt: int) -> TaskContext:
+        return TaskContext(ref.job, self.stage, ref.index, self.tasks, attempt, self.job_dir,
+                           dict(self.args))
+
+
+@dataclass
+class TaskCatalog:
+    """Task specs for every job of a run.
+
+    Jobs with a plan run their plan's calls.  Jobs without one (a simulation scenario run
+    live) run ``sleep`` tasks of their declared duration, so any scenario can be run live.
+    """
+
+    run_dir: Path
+    jobs: Sequence[Job]
+    plans: Mapping[str, JobPlan] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_id = {j.id: j for j in self.jobs}
+        self._cache: dict[tuple[str, int], TaskSpec] = {}
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.run_dir / "jobs" / job_id
+
+    def job(self, job_id: str) -> Job:
+        return self._by_id[job_id]
+
+    def task(self, ref: TaskRef) -> TaskSpec:
+        plan = self.plans.get(ref.job)
+        st = self._by_id[ref.job].stages[ref.stage]
+        if plan is None:  # a plain scenario job: each task sleeps its declared duration
+            return TaskSpec(SLEEP_CALL, {"seconds": st.tasks[ref.index].duration},
+                            self.job_dir(ref.job), st.name, len(st.tasks), st.tasks[0].demand)
+        key = (ref.job, ref.stage)
+        spec = self._cache.get(key)
+        if spec is None:
+            sp = plan.stages[ref.stage]
+            spec = self._cache[key] = TaskSpec(sp.call, sp.args, self.job_dir(ref.job),
+                                               sp.name, sp.tasks, st.tasks[0].demand)
+        return spec
+
+    def prepare(self, progress: Any = None) -> None:
+        """Create job directories and generate every planned job's input (before the clock
+        starts, so data generation never counts against a job's completion time)."""
+        for job in self.jobs:
+            d = self.job_dir(job.id)
+            d.mkdir(parents=True, exist_ok=True)
+            plan = self.plans.get(job.id)
+            if plan is not None and plan.prepare is not None:
+                plan.prepare(d)
+            if progress is not None:
+                progress(job.id)
