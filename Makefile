@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench bench-ray live lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 $(TSTAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
@@ -27,6 +27,14 @@ test: $(TSTAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
+
+# Ray overhead: utilon's RayBackend against the same short tasks submitted to Ray directly.
+bench-ray: $(TSTAMP)
+	$(BIN)/python benchmarks/bench_ray.py --json benchmarks/results-ray.json
+
+# Real jobs on local worker processes under the three baselines.
+live: $(STAMP)
+	for p in fifo fair edf-p; do $(BIN)/utilon run examples/live-mix.yaml --policy $$p || exit 1; done
 
 lint: $(TSTAMP)
 	$(BIN)/ruff check src tests benchmarks

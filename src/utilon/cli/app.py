@@ -258,6 +258,8 @@ def run(
         _report_live(res)
         out.print(f"outputs: {target}/jobs.csv, summary.json, attempts.csv, "
                   "verification.json; task outputs under jobs/")
+        if res.summary["verified"]["failed"]:
+            raise typer.Exit(1)  # a job's output is wrong (or it never finished)
 
 
 class _LiveView:

@@ -23,6 +23,9 @@ class BackendError(UtilonError):
 
 class Backend(ABC):
     name = "backend"
+    strict_capacity = True
+    """Refuse launches beyond declared capacity (the runner turns it off for policies that
+    over-commit on purpose; peak usage above 1 then shows how far they went)."""
 
     @abstractmethod
     def start(self, cluster: Cluster, catalog: TaskCatalog) -> Cluster:

@@ -58,7 +58,7 @@ class FakeBackend(Backend):
     # -- Backend ----------------------------------------------------------------------------
     def start(self, cluster: Cluster, catalog: TaskCatalog) -> Cluster:
         self.catalog = catalog
-        self.guard = CapacityGuard(cluster)
+        self.guard = CapacityGuard(cluster, self.strict_capacity)
         self._speed = {m.id: 1.0 for m in cluster.machines}
         return cluster
 

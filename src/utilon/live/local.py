@@ -88,7 +88,7 @@ class LocalBackend(Backend):
     # -- Backend ----------------------------------------------------------------------------
     def start(self, cluster: Cluster, catalog: TaskCatalog) -> Cluster:
         self.catalog = catalog
-        self.guard = CapacityGuard(cluster)
+        self.guard = CapacityGuard(cluster, self.strict_capacity)
         n = self._prestart
         if n is None:  # one worker per slot the cluster can run at once, within reason
             r = cluster.slot_resource

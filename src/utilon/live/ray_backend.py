@@ -4,13 +4,21 @@
   Its capacity: ``cpu`` and ``slots`` = the node's CPUs, ``mem`` = its memory in GiB, ``gpu``
   if it has GPUs, and every custom resource under its own name; its labels (and its address,
   as ``host``) become attributes.  The scenario's own machines are not used on Ray.
-* **Admission is utilon's.** Tasks are submitted with ``num_cpus=0`` and hard node affinity
-  (``NodeAffinitySchedulingStrategy(soft=False)``): the dispatcher alone decides how many tasks
-  a node runs, Ray only places and executes them.  Ray's own retries are off
-  (``max_retries=0``): a failed or lost task is re-queued by the core, which knows why.
+* **Executors pinned to nodes.** Tasks run in *executor actors*, each created with hard node
+  affinity (``NodeAffinitySchedulingStrategy(soft=False)``) and ``num_cpus=0``: the dispatcher
+  alone decides how many tasks a node runs, Ray only places and executes them.  A pool of
+  executors per node (one per CPU, started before the clock, grown on demand, reused) plays the
+  part of LocalBackend's worker processes.  Why actors rather than one Ray task per utilon
+  task: a Ray task needs a worker lease from the node's raylet, and Ray returns the lease as
+  soon as the owner has no queued task of that shape -- which is always the case here, since
+  utilon submits a task only when a slot frees up -- so every task paid a lease round trip
+  (utilon kept 74% of raw Ray's throughput on 10 ms tasks that way).  An actor call goes
+  straight to its worker.  Neither Ray nor the executors retry: a failed or lost task is
+  re-queued by the core, which knows why.
 * **Completions** come from ``ray.wait`` over the running attempts; ``ray.get`` of a finished
   one either returns (``TaskFinished``) or raises (``TaskFailed`` with the cause).
-* **Preemption** is ``ray.cancel(force=True)``.
+* **Preemption** kills the task's executor (``ray.kill``; Python code cannot be interrupted
+  safely, and Ray cannot force-cancel an actor call) and a fresh one replaces it later.
 * **Nodes** are listed every ``node_poll`` seconds (and at once after a system error): a new
   alive node is reported as ``MachineAdded``, a node that died as a ``LEAVE`` capacity change,
   whose running tasks the core then re-queues as lost.
@@ -22,6 +30,7 @@ their shuffle data through it).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -79,6 +88,21 @@ def machine_id(node_hex: str) -> str:
     return f"node-{node_hex[:8]}"
 
 
+class Executor:
+    """The body of an executor actor: runs task attempts one at a time."""
+
+    def ping(self) -> bool:
+        import numpy  # noqa: F401  # preload what most tasks import, before the clock starts
+
+        import utilon.jobs.builtin  # noqa: F401
+        return True
+
+    def run(self, attempt: tuple[Any, ...]) -> dict[str, Any]:
+        # one argument: Ray serializes each argument of a call separately, and the driver
+        # pays for that on every task
+        return execute(*attempt)
+
+
 class RayBackend(Backend):
     name = "ray"
 
@@ -92,7 +116,9 @@ class RayBackend(Backend):
         self._t0 = 0.0
         self._nodes: dict[str, str] = {}  # machine id -> Ray node id (hex)
         self._dead: set[str] = set()
-        self._running: dict[Any, tuple[TaskRef, str]] = {}  # ObjectRef -> (task, machine)
+        self._running: dict[Any, tuple[TaskRef, str, Any]] = {}  # ObjectRef -> (task,
+        # machine, executor)
+        self._idle: dict[str, list[Any]] = {}  # machine -> idle executors
         self._by_task: dict[TaskRef, Any] = {}
         self._tries: dict[TaskRef, int] = {}
         self._last_check = 0.0
@@ -122,7 +148,7 @@ class RayBackend(Backend):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self._affinity = NodeAffinitySchedulingStrategy
-        self._remote = ray.remote(execute)
+        self._executor = ray.remote(Executor)
         machines = []
         for node in ray.nodes():
             if node.get("Alive"):
@@ -131,8 +157,19 @@ class RayBackend(Backend):
                 machines.append(m)
         if not machines:
             raise BackendError("the Ray cluster has no alive node", where="--backend ray")
-        found = Cluster(tuple(machines))
-        self.guard = CapacityGuard(found)
+        known = {m.id for m in machines}
+        unknown = sorted({c.machine for c in cluster.timeline} - known)
+        if unknown:
+            raise BackendError(f"the capacity timeline names machine {unknown[0]!r}, which is "
+                               "not a node of the Ray cluster", where="cluster.capacity",
+                               fix=f"use the Ray machine ids: {', '.join(sorted(known))}")
+        found = Cluster(tuple(machines), cluster.timeline)
+        self.guard = CapacityGuard(found, self.strict_capacity)
+        pings = []
+        for m in machines:  # one executor per CPU of each node, ready before the clock
+            self._idle[m.id] = [self._spawn(m.id) for _ in range(max(1, int(m.capacity["cpu"])))]
+            pings += [e.ping.remote() for e in self._idle[m.id]]
+        ray.get(pings)
         self._t0 = self._last_check = time.perf_counter()
         return found
 
@@ -151,12 +188,12 @@ class RayBackend(Backend):
                     raise BackendError(f"task {ref} launched while already running")
                 guard.launch(c.machine, spec.demand, f"task {ref}")
                 tries = self._tries[ref] = self._tries.get(ref, 0) + 1
-                obj = self._remote.options(
-                    scheduling_strategy=self._affinity(self._nodes[c.machine], soft=False),
-                    num_cpus=0, max_retries=0, retry_exceptions=False,
-                ).remote(spec.call, ref.job, spec.stage, ref.index, spec.tasks, tries,
-                         str(spec.job_dir), dict(spec.args))
-                self._running[obj] = (ref, c.machine)
+                idle = self._idle[c.machine]
+                executor = idle.pop() if idle else self._spawn(c.machine)
+                obj = executor.run.remote((spec.call, ref.job, spec.stage, ref.index,
+                                           spec.tasks, tries, str(spec.job_dir),
+                                           dict(spec.args)))
+                self._running[obj] = (ref, c.machine, executor)
                 self._by_task[ref] = obj
             else:
                 obj = self._by_task.get(ref)
@@ -194,7 +231,7 @@ class RayBackend(Backend):
                                "which is not a node of the Ray cluster",
                                fix=f"use the Ray machine ids: {', '.join(sorted(guard.base))}")
         if change.action is CapacityAction.LEAVE:
-            for obj, (_, m) in list(self._running.items()):
+            for obj, (_, m, _) in list(self._running.items()):
                 if m == change.machine:
                     self._cancel(obj)
             guard.set_up(change.machine, False)
@@ -209,41 +246,65 @@ class RayBackend(Backend):
         self._closed = True
         for obj in list(self._running):
             self._cancel(obj)
+        ray = _ray()
+        for pool in self._idle.values():
+            for e in pool:
+                with contextlib.suppress(Exception):
+                    ray.kill(e)
+        self._idle.clear()
         if self._started_ray:
-            _ray().shutdown()
+            ray.shutdown()
 
     # -- helpers ----------------------------------------------------------------------------
     def _collect(self, ray: Any, obj: Any) -> tuple[Stimulus | None, bool]:
         entry = self._running.pop(obj, None)
         if entry is None:
             return None, False
-        ref, machine = entry
+        ref, machine, executor = entry
         del self._by_task[ref]
         assert self.guard is not None
         self.guard.release(machine, self.catalog.task(ref).demand)
         try:
             self.results[ref] = ray.get(obj)
+            self._reuse(machine, executor)
             return TaskFinished(ref), False
+        except ray.exceptions.RayActorError as e:  # executor, worker or node died
+            reason = f"lost: {type(e).__name__}"
+            system = True
         except ray.exceptions.RayTaskError as e:  # the task's own code raised
             cause = e.cause if getattr(e, "cause", None) is not None else e
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
             system = False
-        except ray.exceptions.RayError as e:  # worker or node died, object lost, ...
+            self._reuse(machine, executor)
+        except ray.exceptions.RayError as e:  # object lost, ...
             reason = f"lost: {type(e).__name__}"
             system = True
         log.warning("task %s failed on %s: %s", ref, machine, reason)
         self.errors.append((ref, reason))
         return TaskFailed(ref, reason), system
 
+    def _spawn(self, machine: str) -> Any:
+        return self._executor.options(
+            scheduling_strategy=self._affinity(self._nodes[machine], soft=False),
+            num_cpus=0, max_restarts=0, max_task_retries=0,
+        ).remote()
+
+    def _reuse(self, machine: str, executor: Any) -> None:
+        if machine in self._nodes and self.guard is not None and self.guard.up[machine]:
+            self._idle[machine].append(executor)
+        else:
+            with contextlib.suppress(Exception):
+                _ray().kill(executor)
+
     def _cancel(self, obj: Any) -> None:
-        ref, machine = self._running.pop(obj)
+        ref, machine, executor = self._running.pop(obj)
         del self._by_task[ref]
         assert self.guard is not None
         self.guard.release(machine, self.catalog.task(ref).demand)
         try:
-            _ray().cancel(obj, force=True)
-        except Exception as e:  # already finished or its node is gone: nothing to stop
-            log.debug("cancel of %s: %s", ref, e)
+            _ray().kill(executor, no_restart=True)
+        except Exception as e:  # already gone with its node: nothing to stop
+            log.debug("kill of the executor of %s: %s", ref, e)
 
     def _check_nodes(self, ray: Any) -> list[Stimulus]:
         self._last_check = time.perf_counter()
@@ -259,15 +320,19 @@ class RayBackend(Backend):
                 m = machine_of(node)
                 self._nodes[mid] = node["NodeID"]
                 self.guard.add(m)
+                self._idle[mid] = [self._spawn(mid) for _ in range(max(1, int(m.capacity["cpu"])))]
                 log.info("Ray node %s joined: %s", mid, m.capacity)
                 out.append(MachineAdded(m))
         for mid in list(self._nodes):
             if mid in alive:
                 continue
             log.info("Ray node %s left", mid)
-            for obj, (_, on) in list(self._running.items()):
+            for obj, (_, on, _) in list(self._running.items()):
                 if on == mid:  # its tasks are lost: the core re-queues them
                     self._cancel(obj)
+            for e in self._idle.pop(mid, []):
+                with contextlib.suppress(Exception):
+                    ray.kill(e)
             self.guard.set_up(mid, False)
             del self._nodes[mid]
             self._dead.add(mid)

@@ -98,6 +98,7 @@ class LiveRun:
 
     def run(self) -> LiveResult:
         backend = self.backend
+        backend.strict_capacity = not self.policy.overcommits
         try:
             cluster = backend.start(self.cluster, self.catalog)
             check_resources(cluster, self.jobs, backend.name)

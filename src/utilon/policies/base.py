@@ -37,6 +37,9 @@ class Policy(ABC):
     paper: ClassVar[str] = ""
     triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
     uses_free_capacity: ClassVar[bool] = False
+    overcommits: ClassVar[bool] = False
+    """True for policies that over-commit declared resources on purpose (static slots): live
+    backends then record over-commitment instead of refusing it."""
     tick: float | None = None
 
     @abstractmethod

@@ -99,6 +99,7 @@ class Fair(Policy):
 @register
 class FairSlots(Policy):
     name = "fair-slots"
+    overcommits = True  # k slots per machine, blind to the resources tasks declare
     summary = "Fair Scheduler with k static slots per machine, blind to resources (RAS baseline)"
     paper = "ras"
 
