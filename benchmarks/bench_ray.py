@@ -32,12 +32,12 @@ from pathlib import Path
 
 import ray
 
+from utilon.jobs.plan import JobPlan, StagePlan
 from utilon.live import LiveRun, TaskCatalog
 from utilon.live.ray_backend import RayBackend
 from utilon.model.cluster import Cluster, Machine
 from utilon.model.job import Job, Stage, Task
 from utilon.model.resources import Resources
-from utilon.jobs.plan import JobPlan, StagePlan
 from utilon.policies import make_policy
 
 
