@@ -321,11 +321,6 @@ def test_parity_with_a_tick_policy_while_jobs_run(tmp_path: Path) -> None:
     assert finishes(live.result.core) == finishes(sim.result.core)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (live/runner.py LiveRun._loop, `if nj == len(jobs) and not core.active: break`): "
-    "the live loop stops as soon as every job is done, while the simulator (sim/engine.py) "
-    "still delivers later timeline changes and a pending control tick as batches; the "
-    "documented 'same batches, same end conditions' parity fails"))
 @pytest.mark.parametrize("case", ["capacity-after-last-job", "tick-after-last-job"])
 def test_parity_after_the_last_job_finishes(case: str, tmp_path: Path) -> None:
     if case == "capacity-after-last-job":
@@ -349,12 +344,6 @@ def test_parity_after_the_last_job_finishes(case: str, tmp_path: Path) -> None:
     assert live.batches == sim.batches
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (core/scheduler.py SchedulerCore.capacity_integral / _advance_capacity_integral): a "
-    "timeline change after the last job finished advances the integral past the run's end, "
-    "and capacity_integral(end) only clamps dt at 0, so the simulator reports capacity "
-    "integrated to t=100 for a run ending at t=12 (utilisation 6x too low); the live run "
-    "(which never processes that change) reports the right value"))
 def test_capacity_integral_ignores_changes_after_the_run(tmp_path: Path) -> None:
     cl = make_cluster(2, slots=1, timeline=[change(5, "m1", "leave"),
                                             change(100, "m1", "join")])
@@ -550,12 +539,6 @@ def test_fair_slots_overcommit_is_recorded_not_refused(tmp_path: Path) -> None:
         assert fb.strict_capacity is (name != "fair-slots"), name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (live/catalog.py:59, TaskCatalog.task): a plain job's TaskSpec takes "
-    "st.tasks[0].demand for every task of the stage, so the capacity guard books the wrong "
-    "demand when tasks of one stage declare different demands (the model and the simulator "
-    "allow it): [2, 1] slots on a 3-slot machine raises BackendError, [1, 2] under-reports "
-    "peak usage as 0.667"))
 @pytest.mark.parametrize("demands", [(2, 1), (1, 2)])
 def test_per_task_demands_reach_the_guard(demands: tuple[int, int], tmp_path: Path) -> None:
     cl = make_cluster(capacities=[{"slots": 3}])

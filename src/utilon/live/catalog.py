@@ -55,8 +55,9 @@ class TaskCatalog:
         plan = self.plans.get(ref.job)
         st = self._by_id[ref.job].stages[ref.stage]
         if plan is None:  # a plain scenario job: each task sleeps its declared duration
-            return TaskSpec(SLEEP_CALL, {"seconds": st.tasks[ref.index].duration},
-                            self.job_dir(ref.job), st.name, len(st.tasks), st.tasks[0].demand)
+            task = st.tasks[ref.index]
+            return TaskSpec(SLEEP_CALL, {"seconds": task.duration}, self.job_dir(ref.job),
+                            st.name, len(st.tasks), task.demand)
         key = (ref.job, ref.stage)
         spec = self._cache.get(key)
         if spec is None:

@@ -143,6 +143,8 @@ class Simulation:
         finished_reported = 0
         now = last_batch = 0.0
         while heap:
+            if next_job == total_jobs and not core.active:
+                break  # every job is done: later capacity changes and ticks change nothing
             now = heap[0][0]
             if self.horizon is not None and now > self.horizon:
                 if core.active or next_job < total_jobs:
