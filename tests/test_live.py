@@ -39,12 +39,14 @@ from utilon.core import (
     JobSubmitted,
     Launch,
     Preempt,
+    TaskFailed,
     TaskFinished,
     TaskRef,
     Trigger,
 )
 from utilon.core.messages import MachineAdded
 from utilon.core.scheduler import SchedulerCore
+from utilon.errors import UtilonError
 from utilon.live import BackendError, FakeBackend, LiveRun, LocalBackend, TaskCatalog
 from utilon.model import CapacityAction, Cluster, Job, Machine, Resources
 from utilon.policies import make_policy, policy_names
@@ -79,7 +81,7 @@ def record_decisions(policy: Policy) -> list[tuple[Any, ...]]:
         seen.append((snap.now, snap.triggers, snap.machines, snap.jobs, d))
         return d
 
-    policy.decide = spy  # type: ignore[method-assign]
+    policy.decide = spy  # type: ignore[method-assign,assignment]
     return seen
 
 
@@ -512,7 +514,8 @@ def test_fake_backend_reports_completions_and_failures_at_their_times(tmp_path: 
     assert tag(fb.wait_until(10)) == tag([TaskFinished(TaskRef("a", 0, 0))])
     assert fb.now() == 1.0
     (failed,) = fb.wait_until(10)
-    assert type(failed).__name__ == "TaskFailed" and failed.reason == "boom"
+    assert isinstance(failed, TaskFailed) and failed.reason == "boom"
+    assert failed.task == TaskRef("a", 0, 1)
     assert fb.now() == 2.0
     fb.close()
     fb.close()  # twice is fine
@@ -826,7 +829,7 @@ def test_local_backend_kill_excess_kills_the_worker(tmp_path: Path) -> None:
             pids_before_kill.append({w.proc.pid for w in be._busy.values()})
         apply(cmds)
 
-    be.apply = spy_apply  # type: ignore[method-assign]
+    be.apply = spy_apply  # type: ignore[method-assign,assignment]
     log: list[tuple[list[str], int, int, set[int]]] = []
     res = LiveRun(cl, jobs, ScriptedPolicy(decide, triggers=Trigger), be,
                   TaskCatalog(tmp_path, jobs), validate=True,
@@ -877,9 +880,9 @@ def test_local_backend_apply_before_start_is_refused() -> None:
 
 def test_make_backend() -> None:
     assert isinstance(make_backend("local"), LocalBackend)
-    with pytest.raises(Exception, match="nope") as e:
+    with pytest.raises(UtilonError, match="nope") as e:
         make_backend("nope")
-    assert "--backend" in e.value.one_line()  # type: ignore[attr-defined]
+    assert "--backend" in e.value.one_line()
 
 
 # ============================================================================== 5. CLI
