@@ -129,13 +129,9 @@ class FakeBackend(Backend):
                 if m == change.machine:
                     del self._running[ref]
                     self.guard.release(m, self.catalog.task(ref).demand)
-            self.guard.set_up(change.machine, False)
-        elif change.action is CapacityAction.JOIN:
-            self.guard.set_up(change.machine, True)
-        elif change.action is CapacityAction.SCALE:
-            self.guard.set_scale(change.machine, change.factor)
-        else:
+        elif change.action is CapacityAction.SPEED:
             self._speed[change.machine] = change.factor
+        self.guard.apply(change)
 
     def close(self) -> None:
         self.closed = True

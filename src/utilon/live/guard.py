@@ -8,7 +8,7 @@ refused loudly) and records the peak usage per machine so tests can prove the bo
 from __future__ import annotations
 
 from utilon.live.backend import BackendError
-from utilon.model.cluster import Cluster, Machine
+from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
 from utilon.model.resources import Resources
 
 EPS = 1e-9
@@ -54,8 +54,14 @@ class CapacityGuard:
         self.used[machine] = [max(0.0, u - x)
                               for u, x in zip(self.used[machine], v, strict=True)]
 
+    def apply(self, change: CapacityChange) -> None:
+        """Follow a capacity change (a machine's speed is not capacity: nothing to do)."""
+        if change.action is CapacityAction.LEAVE:
+            self.up[change.machine] = False
+        elif change.action is CapacityAction.JOIN:
+            self.up[change.machine] = True
+        elif change.action is CapacityAction.SCALE:
+            self.scale[change.machine] = change.factor
+
     def set_up(self, machine: str, up: bool) -> None:
         self.up[machine] = up
-
-    def set_scale(self, machine: str, factor: float) -> None:
-        self.scale[machine] = factor

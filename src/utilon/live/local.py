@@ -175,12 +175,8 @@ class LocalBackend(Backend):
             for aid, (_, m) in list(self._attempts.items()):
                 if m == change.machine:
                     self._cancel(aid)
-            guard.set_up(change.machine, False)
-        elif change.action is CapacityAction.JOIN:
-            guard.set_up(change.machine, True)
-        elif change.action is CapacityAction.SCALE:
-            guard.set_scale(change.machine, change.factor)
         # SPEED: a logical machine's speed cannot be changed; the core still records it.
+        guard.apply(change)
 
     def close(self) -> None:
         if self._closed:

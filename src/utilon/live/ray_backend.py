@@ -234,11 +234,7 @@ class RayBackend(Backend):
             for obj, (_, m, _) in list(self._running.items()):
                 if m == change.machine:
                     self._cancel(obj)
-            guard.set_up(change.machine, False)
-        elif change.action is CapacityAction.JOIN:
-            guard.set_up(change.machine, True)
-        elif change.action is CapacityAction.SCALE:
-            guard.set_scale(change.machine, change.factor)
+        guard.apply(change)
 
     def close(self) -> None:
         if self._closed:
