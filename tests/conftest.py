@@ -25,3 +25,30 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "utilon"))
+
+
+# -- real traces in ../shared/data (CI clones the repo with ../shared beside it) -------------
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data``: the real traces.  Missing data is a setup error, not a skip."""
+    assert SHARED_DATA.is_dir(), f"real traces not found at {SHARED_DATA} (clone ../shared)"
+    return SHARED_DATA
+
+
+def head_lines(src: Path, n: int, dest: Path, extra: list[str] | None = None) -> Path:
+    """The first ``n`` lines of a real trace (plus ``extra`` lines) as a small test file."""
+    import gzip
+
+    opener = gzip.open if src.suffix == ".gz" else open
+    with opener(src, "rt", encoding="utf-8", newline="") as fh:
+        lines = [next(fh) for _ in range(n)]
+    lines += [x + "\n" for x in extra or []]
+    dest.write_text("".join(lines), encoding="utf-8")
+    return dest

@@ -50,6 +50,7 @@ def provenance(workload: Workload) -> dict[str, Any]:
         "description": workload.spec.description,
         "derivations": list(workload.notes),
         "standalone_runtime": {k: round(v, 3) for k, v in workload.standalone.items()},
+        "metadata": workload.spec.metadata,
     }
 
 

@@ -13,6 +13,7 @@ time (it ignores wave quantisation) and it is recorded in the run's outputs.
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 import math
 import re
 from dataclasses import dataclass, field
@@ -164,7 +165,9 @@ class _Builder:
         self.where = where
         self.names = set(cluster.resource_names)
         up = [m for m in cluster.machines if m.id not in cluster.initially_down]
-        self.capacities = [m.capacity for m in (up or list(cluster.machines))]
+        # Distinct machine sizes with their counts: a traced cluster has thousands of
+        # machines but a handful of sizes, and standalone_runtime runs once per stage.
+        self.capacities = Counter(m.capacity for m in (up or list(cluster.machines)))
         self.standalone: dict[str, float] = {}
 
     # -- stages and tasks -------------------------------------------------------------------
@@ -178,8 +181,12 @@ class _Builder:
                     raise ScenarioError(
                         f"stage {s.name!r} uses resource {rname!r}, which no machine has",
                         where=sloc, fix=f"use one of: {', '.join(sorted(self.names))}")
-            n = max(1, round(sample(s.tasks, self.rng)))
-            durations = sample_many(s.duration, self.rng, n)
+            if s.durations is not None:
+                durations = np.asarray(s.durations, dtype=float)
+            else:
+                assert s.tasks is not None and s.duration is not None
+                n = max(1, round(sample(s.tasks, self.rng)))
+                durations = sample_many(s.duration, self.rng, n)
             if not np.all(np.isfinite(durations)) or np.any(durations <= 0):
                 raise ScenarioError("task durations must be positive",
                                     where=f"{sloc}.duration", fix="set a min: on the distribution")
@@ -209,9 +216,9 @@ class _Builder:
         for st in stages:
             d = st.tasks[0].demand
             fit = 0.0
-            for cap in self.capacities:
+            for cap, count in self.capacities.items():
                 per = min((cap[r] / x for r, x in d.items if x > 0), default=math.inf)
-                fit += math.floor(per + 1e-9) if math.isfinite(per) else len(st.tasks)
+                fit += count * (math.floor(per + 1e-9) if math.isfinite(per) else len(st.tasks))
             if fit < 1:
                 raise ScenarioError(
                     f"a task of stage {st.name!r} demands {d!r}, which fits no machine",

@@ -129,8 +129,13 @@ class UsagePhaseSpec(_Strict):
 class StageSpec(_Strict):
     name: str = Field(min_length=1)
     kind: str | None = Field(None, description="map, reduce or task; default from the name")
-    tasks: Num = Field(description="number of tasks (sampled once per job, rounded, >= 1)")
-    duration: Num = Field(description="seconds of work per task at full speed (per task)")
+    tasks: Num | None = Field(
+        None, description="number of tasks (sampled once per job, rounded, >= 1)")
+    duration: Num | None = Field(
+        None, description="seconds of work per task at full speed (sampled per task)")
+    durations: list[Annotated[float, Field(gt=0)]] | None = Field(
+        None, min_length=1, description="exact seconds of each task (instead of tasks and "
+        "duration; what trace importers write)")
     demand: dict[str, float] = Field(default_factory=lambda: {"slots": 1.0})
     usage: list[UsagePhaseSpec] | None = Field(
         None, description="actual usage phases; default: one phase using the declared demand")
@@ -138,6 +143,15 @@ class StageSpec(_Strict):
         None, description="stages this one waits for; default: reduce waits for all maps")
     gang: bool = False
     estimate: float | None = Field(None, gt=0, description="task duration policies expect")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> StageSpec:
+        if self.durations is not None:
+            if self.tasks is not None or self.duration is not None:
+                raise ValueError("give `durations` or `tasks` and `duration`, not both")
+        elif self.tasks is None or self.duration is None:
+            raise ValueError("give `tasks` and `duration` (or the list `durations`)")
+        return self
 
 
 class JobSpec(_Strict):
@@ -262,5 +276,9 @@ class ScenarioSpec(_Strict):
     policy: PolicySpec | None = Field(None, description="policy `utilon simulate` uses by default")
     policies: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="parameters per policy name, used whenever it runs")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="free-form facts about the scenario; trace "
+        "importers record their source files, what is real and what is assumed here, and "
+        "every run copies it into provenance.json")
     simulation: SimulationSpec = Field(
         default_factory=lambda: SimulationSpec(horizon=None, estimates="declared"))

@@ -1,0 +1,28 @@
+"""Trace importers: real workload and capacity traces -> utilon scenarios.
+
+``import_trace(kind, file, ...)`` is the Python API; ``utilon trace import KIND FILE`` the
+command.  Each importer lives in its own module and registers itself under its kind.
+"""
+
+from utilon.traces import alibaba, coflow, google, hadoop, solar, swim  # noqa: F401  (register)
+from utilon.traces.api import ImportResult, import_trace, write_scenario
+from utilon.traces.base import (
+    ClassRule,
+    Common,
+    Importer,
+    ImporterOptions,
+    Provenance,
+    SkipLog,
+    TraceError,
+    TracePart,
+    Window,
+    importer,
+    importer_kinds,
+    register,
+)
+
+__all__ = [
+    "ClassRule", "Common", "ImportResult", "Importer", "ImporterOptions", "Provenance",
+    "SkipLog", "TraceError", "TracePart", "Window", "import_trace", "importer",
+    "importer_kinds", "register", "write_scenario",
+]

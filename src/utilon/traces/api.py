@@ -1,0 +1,214 @@
+"""``import_trace``: a trace file -> a scenario document (the Python face of
+``utilon trace import``), and ``write_scenario`` to put it on disk.
+
+A workload importer (swim, alibaba-2017, coflow-fb2010, sls, synth) brings jobs and proposes a
+cluster; a cluster importer (alibaba-2017-servers, google-2019-machines, solar) brings machines and
+a capacity timeline.  ``with_scenario`` supplies the other half from an existing scenario (its
+cluster for a workload import, its workload for a cluster import); without it a cluster import
+writes a cluster document that ``--capacity FILE`` accepts in place of a scenario's cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from utilon.scenario.load import parse_scenario, read_scenario
+from utilon.scenario.spec import ScenarioSpec
+from utilon.traces.base import (
+    ClassRule,
+    Common,
+    SkipLog,
+    TraceError,
+    TracePart,
+    Window,
+    importer,
+    sha256_of,
+)
+
+
+@dataclass
+class ImportResult:
+    kind: str
+    path: Path
+    document: dict[str, Any]
+    """A whole scenario, or ``{"cluster": ...}`` for a cluster import without a workload."""
+    log: SkipLog
+    part: TracePart
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_scenario(self) -> bool:
+        return "workload" in self.document
+
+    def summary_lines(self) -> list[str]:
+        lines = self.log.lines()
+        lines += [f"{k}: {v}" for k, v in self.stats.items()]
+        return lines
+
+
+def import_trace(
+    kind: str,
+    path: str | Path,
+    *,
+    window: Window | None = None,
+    seed: int = 0,
+    machines: int | None = None,
+    classes: ClassRule | None = None,
+    options: dict[str, Any] | None = None,
+    with_scenario: str | Path | ScenarioSpec | None = None,
+    name: str | None = None,
+    max_bad: float = 0.01,
+) -> ImportResult:
+    """Read ``path`` as a ``kind`` trace and build a scenario document (validated)."""
+    cls = importer(kind)
+    opts = cls.parse_options(dict(options or {}))
+    if not (0 <= max_bad <= 1):
+        raise TraceError("--max-bad must be a fraction in [0, 1]", where="command line")
+    if machines is not None and machines < 1:
+        raise TraceError("--machines must be >= 1", where="command line")
+    p = Path(path)
+    common = Common(window or Window(), seed, machines, classes or ClassRule(), max_bad)
+    log = SkipLog(p, max_bad)
+    part = cls().read(p, common, opts, log)
+    base = _base_spec(with_scenario)
+
+    meta: dict[str, Any] = {
+        "trace": {
+            "kind": kind,
+            "file": p.name,
+            "sha256": sha256_of(p),
+            "bytes": p.stat().st_size,
+            "window": common.window.describe(),
+            "seed": seed,
+            "options": opts.model_dump(mode="json"),
+            "rows": log.as_dict(),
+        },
+        "real": part.provenance.real,
+        "assumed": part.provenance.assumed,
+    }
+    if part.jobs is not None:
+        meta["trace"]["classes"] = common.classes.model_dump(mode="json")
+    stats = dict(part.stats)
+    doc: dict[str, Any] = {}
+    stem = name or f"{kind}-{p.stem.split('.')[0]}"
+    if part.jobs is not None:
+        if base is not None:
+            cluster = base.cluster.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            meta["cluster_from"] = str(with_scenario)
+        else:
+            assert part.cluster is not None, f"{kind} proposes no cluster"
+            cluster = part.cluster
+        doc = {"name": stem, "description": f"{kind} trace {p.name}, {common.window.describe()}",
+               "seed": seed, "metadata": meta, "cluster": cluster,
+               "workload": {"jobs": part.jobs}}
+        stats.update(_load_stats(part.jobs, cluster))
+    else:
+        assert part.cluster is not None
+        if base is not None:
+            doc = base.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+            doc["cluster"] = part.cluster
+            doc["name"] = name or f"{base.name}-{kind}"
+            meta["workload_from"] = str(with_scenario)
+            if base.metadata:
+                meta["workload_metadata"] = base.metadata
+            doc["metadata"] = meta
+        else:
+            doc = {"metadata": meta, "cluster": part.cluster}
+    if "workload" in doc:
+        # Validate the way `utilon simulate` will read it, so a bad import fails here.
+        parse_scenario(json.loads(json.dumps(doc)), f"imported {kind} scenario")
+    return ImportResult(kind, p, doc, log, part, stats)
+
+
+def _base_spec(src: str | Path | ScenarioSpec | None) -> ScenarioSpec | None:
+    if src is None or isinstance(src, ScenarioSpec):
+        return src
+    return read_scenario(src)
+
+
+def _load_stats(jobs: list[dict[str, Any]], cluster: dict[str, Any]) -> dict[str, Any]:
+    """Jobs, tasks and offered load: declared work per resource over (capacity x span)."""
+    tasks = 0
+    work: dict[str, float] = {}
+    for j in jobs:
+        for st in j["stages"]:
+            durs = st.get("durations")
+            n = len(durs) if durs else int(st["tasks"])
+            seconds = sum(durs) if durs else float(st["duration"]) * n
+            tasks += n
+            for r, x in (st.get("demand") or {"slots": 1.0}).items():
+                work[r] = work.get(r, 0.0) + seconds * float(x)
+    capacity: dict[str, float] = {}
+    for g in cluster.get("machines", []):
+        for r, x in g.get("capacity", {}).items():
+            capacity[r] = capacity.get(r, 0.0) + float(x) * int(g.get("count", 1))
+    span = max((float(j["submit"]) for j in jobs), default=0.0)
+    out: dict[str, Any] = {"jobs": len(jobs), "tasks": tasks, "submit_span_s": span}
+    if span > 0:
+        out["offered_load"] = {r: round(w / (capacity[r] * span), 3)
+                               for r, w in sorted(work.items()) if capacity.get(r)}
+    return out
+
+
+# -- writing ---------------------------------------------------------------------------------
+_EXP = re.compile(r"(?<=[:\[,])(-?\d+)(e[-+]\d+)")
+
+
+def _flow(obj: Any) -> str:
+    """One YAML flow line (JSON with floats YAML 1.1 reads as floats: ``1.0e-05``)."""
+    return _EXP.sub(r"\1.0\2", json.dumps(obj, separators=(",", ":"), allow_nan=False))
+
+
+def write_scenario(result: ImportResult, out: str | Path, command: str = "") -> Path:
+    """Write the document as YAML: settings in block style, one job (and one capacity event)
+    per line so that a full-day trace stays small, diffable and fast to read."""
+    target = Path(out)
+    doc = dict(result.document)
+    jobs = doc.get("workload", {}).get("jobs")
+    cluster = dict(doc.get("cluster", {}))
+    events = cluster.pop("capacity", None)
+    machines = cluster.pop("machines", None)
+    lines = [f"# Imported from a {result.kind} trace ({result.path.name}) by utilon.",
+             "# What is real and what is assumed: see metadata below (also copied into every",
+             "# run's provenance.json)."]
+    if command:
+        lines.append(f"# command: {command}")
+    head = {k: v for k, v in doc.items() if k not in ("cluster", "workload", "metadata")}
+    if head:
+        lines.append(yaml.safe_dump(head, sort_keys=False, width=100).rstrip())
+    lines.append("metadata:")
+    lines.append(_indent(yaml.safe_dump(doc["metadata"], sort_keys=False, width=100), 2))
+    if machines is not None or events is not None:
+        lines.append("cluster:")
+        for k, v in cluster.items():
+            lines.append(f"  {k}: {_flow(v)}")
+        if machines is not None:
+            lines.append("  machines:")
+            lines.extend(f"    - {_flow(m)}" for m in machines)
+        if events:
+            lines.append("  capacity:")
+            lines.extend(f"    - {_flow(e)}" for e in events)
+    if "workload" in doc:
+        rest = {k: v for k, v in doc["workload"].items() if k != "jobs"}
+        lines.append("workload:")
+        for k, v in rest.items():
+            lines.append(f"  {k}: {_flow(v)}")
+        if jobs is not None:
+            lines.append("  jobs:")
+            lines.extend(f"    - {_flow(j)}" for j in jobs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(target)
+    return target
+
+
+def _indent(text: str, n: int) -> str:
+    pad = " " * n
+    return "\n".join(pad + ln if ln else ln for ln in text.rstrip("\n").splitlines())
