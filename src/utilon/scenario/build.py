@@ -131,11 +131,12 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
     # Replay up/down along time so a mistake is reported at the event that makes it.
     up = set(all_ids) - down
     order = sorted(range(len(spec.capacity)), key=lambda i: spec.capacity[i].at)
+    by_source: dict[int, list[_Sourced]] = {}
+    for ch in changes:
+        by_source.setdefault(ch.source, []).append(ch)
     for ei in order:
         ev = spec.capacity[ei]
-        for ch in changes:
-            if ch.time != ev.at or ch.action.value != ev.action or ch.source != ei:
-                continue
+        for ch in by_source.get(ei, ()):
             if ev.action == "join" and ch.machine in up:
                 raise ScenarioError(f"machine {ch.machine!r} joins at t={ev.at:g} but is "
                                     "already up", where=f"{where}cluster.capacity[{ei}]",
