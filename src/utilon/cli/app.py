@@ -10,16 +10,18 @@ import csv
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from utilon.cli.common import err, out
+from utilon.cli.common import errors as _errors
+from utilon.cli.common import state as _state
+from utilon.cli.trace import trace_app
 from utilon.errors import UtilonError
 from utilon.live import LiveProgress
 from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
@@ -42,10 +44,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80.
-out = Console(width=None if Console().is_terminal else 160)
-err = Console(stderr=True)
-_state = {"debug": False}
+app.add_typer(trace_app, name="trace")
 
 
 @app.callback()
@@ -56,20 +55,6 @@ def _main(
     _state["debug"] = debug
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except UtilonError as e:
-        if _state["debug"]:
-            raise
-        err.print(f"[bold red]error:[/] {e.one_line()}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise typer.Exit(130) from None
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -91,6 +76,11 @@ ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)"
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="override the scenario's seed")]
 
 
+CapacityOpt = Annotated[Path | None, typer.Option(
+    "--capacity", help="capacity file replacing the scenario's timeline: a list of events, or "
+    "a cluster written by `utilon trace import` (machines and timeline)")]
+
+
 def _default_out(name: str) -> Path:
     return Path("runs") / name
 
@@ -108,10 +98,11 @@ def simulate(
                                                     "KEY=VALUE (repeatable)")] = None,
     validate: Annotated[bool, typer.Option(help="check core invariants after every event "
                                            "(slow)")] = False,
+    capacity: CapacityOpt = None,
 ) -> None:
     """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json."""
     with _errors():
-        workload = load_workload(scenario, seed=seed)
+        workload = load_workload(scenario, seed=seed, capacity=capacity)
         name = policy or (workload.spec.policy.name if workload.spec.policy else None)
         if name is None:
             raise UtilonError("no policy given", where=str(scenario),
@@ -136,6 +127,7 @@ def compare(
     = "all",
     seed: SeedOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
+    capacity: CapacityOpt = None,
 ) -> None:
     """Run several policies on the same scenario and print one summary row per policy."""
     with _errors():
@@ -143,7 +135,7 @@ def compare(
         if not names:
             raise UtilonError("no policies given", where="--policies",
                               fix="e.g. --policies fifo,fair or --policies all")
-        workload = load_workload(scenario, seed=seed)
+        workload = load_workload(scenario, seed=seed, capacity=capacity)
         target = out_dir or _default_out(workload.name)
         results: list[RunOutput] = []
         with _progress() as prog:
@@ -231,8 +223,7 @@ def run(
                                                  "task outputs, results)")] = None,
     param: Annotated[list[str] | None, typer.Option("--param", help="policy parameter "
                                                     "KEY=VALUE (repeatable)")] = None,
-    capacity: Annotated[Path | None, typer.Option(
-        "--capacity", help="capacity timeline file replacing the scenario's")] = None,
+    capacity: CapacityOpt = None,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", help="stop after this many seconds of wall time")] = None,
 ) -> None:

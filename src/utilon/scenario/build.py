@@ -13,9 +13,9 @@ time (it ignores wave quantisation) and it is recorded in the run's outputs.
 from __future__ import annotations
 
 import fnmatch
-from collections import Counter
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 

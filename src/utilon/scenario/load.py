@@ -13,6 +13,9 @@ from utilon.errors import ScenarioError
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
 
+# libyaml's loader when available: an imported full-day trace is megabytes of YAML.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
     """Dotted path of an error, keeping only parts that index the user's data.
@@ -77,7 +80,7 @@ def _read_data(p: Path) -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"cannot read: {e}", where=str(p)) from None
     try:
-        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if p.suffix == ".json" else yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -89,14 +92,25 @@ def _read_data(p: Path) -> Any:
 
 
 def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
-    """The scenario with its capacity timeline replaced by the events in ``path``: a YAML or
-    JSON list of ``{at, action, machines, factor}`` (or a mapping with a ``capacity:`` list)."""
+    """The scenario with its capacity replaced by ``path``: a YAML or JSON list of events
+    ``{at, action, machines, factor}`` (or a mapping with a ``capacity:`` list) replaces the
+    timeline; a cluster (a mapping with ``machines:``, or ``cluster: {machines: ...}`` as
+    ``utilon trace import`` writes it) replaces the whole cluster."""
     p = Path(path)
     data = _read_data(p)
+    if isinstance(data, dict) and isinstance(data.get("cluster"), dict):
+        data = data["cluster"]
+    if isinstance(data, dict) and "machines" in data:
+        try:
+            cluster = ClusterSpec.model_validate(data)
+        except ValidationError as exc:
+            raise _pydantic_error(exc, data, str(p)) from None
+        return spec.model_copy(update={"cluster": cluster})
     events = data.get("capacity") if isinstance(data, dict) else data
     if not isinstance(events, list):
-        raise ScenarioError("a capacity file must be a list of events (or capacity: [...])",
-                            where=str(p), fix="see docs/scenario.md#capacity-timeline")
+        raise ScenarioError("a capacity file must be a list of events (or capacity: [...]), "
+                            "or a cluster with machines:", where=str(p),
+                            fix="see docs/scenario.md#capacity-timeline")
     try:
         cluster = ClusterSpec.model_validate(
             {**spec.cluster.model_dump(by_alias=True), "capacity": events})

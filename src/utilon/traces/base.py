@@ -52,7 +52,7 @@ def open_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
         with path.open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
-        raw: Any = gzip.open(path, "rb") if gz else path.open("rb")
+        raw: Any = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115
         with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
             for n, line in enumerate(text, 1):
                 yield n, line.rstrip("\r\n")
@@ -149,7 +149,8 @@ class SkipLog:
         if self.rows == 0:
             raise TraceError(f"no {what} in the file", where=str(self.path),
                              fix="check that this is the right file for this kind")
-        if n_bad and (n_bad > self.max_bad * self.rows or self.used == 0 and not self.filtered):
+        only_bad = self.used == 0 and not self.filtered
+        if n_bad and (n_bad > self.max_bad * self.rows or only_bad):
             reason, _ = self.malformed.most_common(1)[0]
             raise TraceError(
                 f"{n_bad} of {self.rows} {what} are malformed ({reason})",

@@ -1,0 +1,130 @@
+"""``utilon trace``: import real traces into scenarios (``import``) and list the kinds."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from utilon.cli.common import err, errors, out
+from utilon.errors import UtilonError
+
+trace_app = typer.Typer(help="Import real workload and capacity traces into scenarios.",
+                        no_args_is_help=True)
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h|d)?\s*$")
+_UNIT = {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_seconds(text: str | None, option: str) -> float | None:
+    """``"3600"``, ``"90m"``, ``"1h"``, ``"2d"`` -> seconds."""
+    if text is None:
+        return None
+    m = _DURATION.match(text)
+    if not m:
+        raise UtilonError(f"{text!r} is not a time", where=option,
+                          fix="write seconds or a number with s, m, h or d, e.g. 1h")
+    return float(m.group(1)) * _UNIT[m.group(2)]
+
+
+def _parse_sets(items: list[str] | None) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UtilonError(f"--set {item!r} is not KEY=VALUE", where="command line",
+                              fix="write e.g. --set block_size=128MiB")
+        k, v = item.split("=", 1)
+        try:
+            opts[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            opts[k.strip()] = v
+    return opts
+
+
+@trace_app.command("import")
+def trace_import(
+    kind: Annotated[str, typer.Argument(help="trace kind (see `utilon trace kinds`)")],
+    file: Annotated[Path, typer.Argument(help="the trace file (plain or .gz)")],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="scenario (or cluster) YAML to write [default: <kind>-<file>.yaml]")]
+    = None,
+    start: Annotated[str | None, typer.Option(
+        "--start", help="skip the trace before this time (seconds, or 30m, 6h, 1d)")] = None,
+    duration: Annotated[str | None, typer.Option(
+        "--duration", help="keep this much trace time after --start (e.g. 1h)")] = None,
+    max_jobs: Annotated[int | None, typer.Option(
+        "--max-jobs", help="keep at most this many jobs (the first ones)")] = None,
+    arrival_scale: Annotated[float, typer.Option(
+        "--arrival-scale", help="multiply the arrival rate (2 = jobs come twice as fast)")]
+    = 1.0,
+    machines: Annotated[int | None, typer.Option(
+        "--machines", help="cluster size: machines to build, or to sample from a machine trace")]
+    = None,
+    seed: Annotated[int, typer.Option("--seed", help="seed of every random choice")] = 0,
+    with_scenario: Annotated[Path | None, typer.Option(
+        "--with", help="take the other half from this scenario: its cluster for a workload "
+        "trace, its jobs for a capacity trace")] = None,
+    slack: Annotated[float | None, typer.Option(
+        "--slack", help="deadline = submit + SLACK x standalone runtime [2]")] = None,
+    utility: Annotated[str | None, typer.Option(
+        "--utility", help="cora (sigmoid per class) or deadline (a step at the deadline)")]
+    = None,
+    setting: Annotated[list[str] | None, typer.Option(
+        "--set", help="importer option KEY=VALUE (repeatable; see `utilon trace kinds`)")]
+    = None,
+    max_bad: Annotated[float, typer.Option(
+        "--max-bad", help="fail if more than this share of rows is malformed")] = 0.01,
+    name: Annotated[str | None, typer.Option("--name", help="scenario name")] = None,
+) -> None:
+    """Turn a real trace into a scenario (jobs) or a cluster (capacity over time)."""
+    from utilon.traces import ClassRule, Window, import_trace, write_scenario
+
+    with errors():
+        window = Window(parse_seconds(start, "--start") or 0.0,
+                        parse_seconds(duration, "--duration"), max_jobs, arrival_scale)
+        rule: dict[str, Any] = {}
+        if slack is not None:
+            if not slack > 0:
+                raise UtilonError("--slack must be > 0", where="--slack")
+            rule["slack"] = slack
+        if utility is not None:
+            if utility not in ("cora", "deadline"):
+                from utilon.errors import UnknownNameError
+
+                raise UnknownNameError("utility", utility, ["cora", "deadline"],
+                                       where="--utility")
+            rule["utility"] = utility
+        with err.status(f"importing {file} as {kind}", spinner="dots"):
+            result = import_trace(kind, file, window=window, seed=seed, machines=machines,
+                                  classes=ClassRule(**rule), options=_parse_sets(setting),
+                                  with_scenario=with_scenario, name=name, max_bad=max_bad)
+        target = out_file or Path(f"{kind}-{file.name.split('.')[0]}.yaml")
+        command = "utilon " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        write_scenario(result, target, command if "trace" in sys.argv else "")
+        for line in result.summary_lines():
+            err.print(f"  {line}", highlight=False)
+        what = "scenario" if result.is_scenario else "cluster (use it with --capacity FILE)"
+        out.print(f"wrote {what}: {target}")
+
+
+@trace_app.command("kinds")
+def trace_kinds() -> None:
+    """List the trace kinds with what they produce and their --set options."""
+    from utilon.traces import importer, importer_kinds
+
+    t = Table(title="trace kinds")
+    t.add_column("kind")
+    t.add_column("produces")
+    t.add_column("what")
+    t.add_column("options (--set KEY=VALUE)")
+    for k in importer_kinds():
+        cls = importer(k)
+        opts = ", ".join(f"{n}={f.default!r}" for n, f in cls.Options.model_fields.items())
+        t.add_row(k, cls.produces, cls.summary, opts or "-")
+    out.print(t)
