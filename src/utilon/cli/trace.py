@@ -66,6 +66,9 @@ def trace_import(
     machines: Annotated[int | None, typer.Option(
         "--machines", help="cluster size: machines to build, or to sample from a machine trace")]
     = None,
+    load: Annotated[float | None, typer.Option(
+        "--load", help="size the proposed cluster for this offered load (default 0.7 when "
+        "the trace has no cluster; ignored with --machines)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="seed of every random choice")] = 0,
     with_scenario: Annotated[Path | None, typer.Option(
         "--with", help="take the other half from this scenario: its cluster for a workload "
@@ -102,6 +105,7 @@ def trace_import(
             rule["utility"] = utility
         with err.status(f"importing {file} as {kind}", spinner="dots"):
             result = import_trace(kind, file, window=window, seed=seed, machines=machines,
+                                  load=load,
                                   classes=ClassRule(**rule), options=_parse_sets(setting),
                                   with_scenario=with_scenario, name=name, max_bad=max_bad)
         target = out_file or Path(f"{kind}-{file.name.split('.')[0]}.yaml")

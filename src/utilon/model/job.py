@@ -11,6 +11,7 @@ shuffle / reduce phases).  A stage marked ``gang`` launches all its tasks at onc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from utilon.errors import ModelError
@@ -48,6 +49,20 @@ class Task:
             total = sum(p.fraction for p in self.phases)
             if abs(total - 1.0) > 1e-6:
                 raise ModelError(f"task usage phase fractions sum to {total:g}, not 1")
+
+    @classmethod
+    def many(cls, durations: Iterable[float], demand: Resources,
+             phases: tuple[UsagePhase, ...] = ()) -> tuple[Task, ...]:
+        """Tasks of one stage: demand and phases are checked once, and tasks with equal
+        durations share one (immutable) object -- a traced stage has thousands of them."""
+        made: dict[float, Task] = {}
+        out = []
+        for d in durations:
+            t = made.get(d)
+            if t is None:
+                t = made[d] = cls(float(d), demand, phases)
+            out.append(t)
+        return tuple(out)
 
     def usage_phases(self) -> tuple[UsagePhase, ...]:
         """The phases, defaulting to one phase that uses exactly what was declared."""

@@ -206,7 +206,7 @@ class _Builder:
             else:
                 after = tuple(o.name for o in out if o.kind == "map") if kind == "reduce" else ()
             try:
-                tasks = tuple(Task(float(d), demand, phases) for d in durations)
+                tasks = Task.many(durations.tolist(), demand, phases)
                 out.append(Stage(s.name, tasks, after, kind, s.gang, s.estimate))
             except ModelError as e:
                 raise ScenarioError(e.message, where=sloc) from None

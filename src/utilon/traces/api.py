@@ -11,16 +11,20 @@ writes a cluster document that ``--capacity FILE`` accepts in place of a scenari
 from __future__ import annotations
 
 import json
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from utilon.scenario.build import build_cluster
 from utilon.scenario.load import parse_scenario, read_scenario
-from utilon.scenario.spec import ScenarioSpec
+from utilon.scenario.spec import ClusterSpec, ScenarioSpec
 from utilon.traces.base import (
+    DEFAULT_LOAD,
     ClassRule,
     Common,
     SkipLog,
@@ -59,24 +63,42 @@ def import_trace(
     window: Window | None = None,
     seed: int = 0,
     machines: int | None = None,
+    load: float | None = None,
     classes: ClassRule | None = None,
     options: dict[str, Any] | None = None,
     with_scenario: str | Path | ScenarioSpec | None = None,
     name: str | None = None,
     max_bad: float = 0.01,
 ) -> ImportResult:
-    """Read ``path`` as a ``kind`` trace and build a scenario document (validated)."""
+    """Read ``path`` as a ``kind`` trace and build a scenario document (validated).
+
+    ``machines`` fixes the cluster size; otherwise ``load`` (default: 0.7 for importers whose
+    cluster is an assumption) sizes the proposed cluster so that the declared work divided by
+    (capacity x submit span) equals it -- the trace is then read a second time.
+    """
     cls = importer(kind)
     opts = cls.parse_options(dict(options or {}))
     if not (0 <= max_bad <= 1):
         raise TraceError("--max-bad must be a fraction in [0, 1]", where="command line")
     if machines is not None and machines < 1:
         raise TraceError("--machines must be >= 1", where="command line")
+    if load is not None and not (0 < load <= 10):
+        raise TraceError("--load must be in (0, 10]", where="--load",
+                         fix="0.7 means the cluster is busy 70% of the time on average")
     p = Path(path)
     common = Common(window or Window(), seed, machines, classes or ClassRule(), max_bad)
     log = SkipLog(p, max_bad)
     part = cls().read(p, common, opts, log)
     base = _base_spec(with_scenario)
+    sizing = ""
+    target = load if load is not None else (DEFAULT_LOAD if cls.sized_by_load else None)
+    if part.jobs is not None and machines is None and base is None and target is not None:
+        need = _machines_for_load(part, target)
+        if need is not None:
+            common = replace(common, machines=need)
+            log = SkipLog(p, max_bad)
+            part = cls().read(p, common, opts, log)
+            sizing = f"cluster sized to an offered load of {target:g}: {need} machines"
 
     meta: dict[str, Any] = {
         "trace": {
@@ -94,6 +116,8 @@ def import_trace(
     }
     if part.jobs is not None:
         meta["trace"]["classes"] = common.classes.model_dump(mode="json")
+    if sizing:
+        meta["assumed"] = [*meta["assumed"], sizing]
     stats = dict(part.stats)
     doc: dict[str, Any] = {}
     stem = name or f"{kind}-{p.stem.split('.')[0]}"
@@ -120,10 +144,34 @@ def import_trace(
             doc["metadata"] = meta
         else:
             doc = {"metadata": meta, "cluster": part.cluster}
+    # Validate the way `utilon simulate` will read it, so a bad import fails here.
     if "workload" in doc:
-        # Validate the way `utilon simulate` will read it, so a bad import fails here.
         parse_scenario(json.loads(json.dumps(doc)), f"imported {kind} scenario")
+    else:
+        _check_cluster(doc["cluster"], kind)
     return ImportResult(kind, p, doc, log, part, stats)
+
+
+def _machines_for_load(part: TracePart, load: float) -> int | None:
+    """Machines of the (single-group) proposed cluster for the given offered load."""
+    groups = (part.cluster or {}).get("machines", [])
+    if len(groups) != 1 or not part.jobs:
+        return None
+    stats = _load_stats(part.jobs, {"machines": [{**groups[0], "count": 1}]})
+    per_machine = stats.get("offered_load")  # load if the cluster were one machine
+    if not per_machine:
+        return None
+    return max(1, math.ceil(max(per_machine.values()) / load))
+
+
+def _check_cluster(cluster: dict[str, Any], kind: str) -> None:
+    where = f"imported {kind} cluster"
+    try:
+        spec = ClusterSpec.model_validate(json.loads(json.dumps(cluster)))
+    except ValidationError as exc:
+        raise TraceError(f"importer produced an invalid cluster: {exc.errors()[0]['msg']}",
+                         where=where) from None
+    build_cluster(spec, f"{where}: ")
 
 
 def _base_spec(src: str | Path | ScenarioSpec | None) -> ScenarioSpec | None:

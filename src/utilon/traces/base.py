@@ -29,6 +29,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -36,6 +37,9 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from utilon.errors import UnknownNameError, UtilonError
+
+DEFAULT_LOAD = 0.7
+"""Offered load a proposed cluster is sized for when neither --machines nor --load is given."""
 
 
 class TraceError(UtilonError):
@@ -53,7 +57,7 @@ def open_lines(path: Path) -> Iterator[tuple[int, str]]:
         with path.open("rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
         raw: Any = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115
-        with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
+        with raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
             for n, line in enumerate(text, 1):
                 yield n, line.rstrip("\r\n")
     except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
@@ -219,11 +223,9 @@ class ClassRule(BaseModel):
     def assign(self, work: float, standalone: float, rng: np.random.Generator
                ) -> dict[str, Any]:
         """``class``, ``priority`` and ``utility`` fields of a scenario job."""
-        shares = (self.shares_small if work < self.small_work else
-                  self.shares_large if work > self.large_work else self.shares_medium)
+        size = 0 if work < self.small_work else 2 if work > self.large_work else 1
         u = rng.random(3)  # always three draws: the stream does not depend on the class
-        cls = self.CLASSES[int(np.searchsorted(np.cumsum(shares) / sum(shares), u[0],
-                                               side="right"))]
+        cls = self.CLASSES[int(np.searchsorted(self._cumulative[size], u[0], side="right"))]
         p = round(1.0 + 4.0 * float(u[1]), 3)
         deadline = f"{self.slack:g}x"
         utility: dict[str, Any]
@@ -238,6 +240,12 @@ class ClassRule(BaseModel):
             utility = {"kind": "sigmoid", "deadline": deadline, "p": p,
                        "mu": float(f"{mu:.6g}")}
         return {"class": cls, "priority": math.ceil(p), "utility": utility}
+
+    @cached_property
+    def _cumulative(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        def cum(shares: tuple[float, float, float]) -> np.ndarray:
+            return np.cumsum(shares) / sum(shares)
+        return cum(self.shares_small), cum(self.shares_medium), cum(self.shares_large)
 
     def describe(self) -> str:
         return (f"classes by size (work < {self.small_work:g} slot-s small, > "
@@ -255,8 +263,13 @@ def standalone(stages: list[dict[str, Any]], slots: float) -> float:
     chained along ``after`` (default: reduce after map)."""
     finish: dict[str, float] = {}
     for st in stages:
-        durs = st.get("durations") or [float(st["duration"])] * int(st["tasks"])
-        t = max(max(durs), sum(durs) / max(1.0, min(slots, len(durs))))
+        if st.get("durations"):
+            durs = st["durations"]
+            longest, total, n = max(durs), sum(durs), len(durs)
+        else:
+            longest, n = float(st["duration"]), int(st["tasks"])
+            total = longest * n
+        t = max(longest, total / max(1.0, min(slots, n)))
         after = st.get("after")
         if after is None:
             after = [o["name"] for o in stages[:stages.index(st)] if o["name"] == "map"] \
@@ -308,6 +321,9 @@ class Importer:
     summary: ClassVar[str]
     produces: ClassVar[Literal["workload", "cluster"]]
     Options: ClassVar[type[ImporterOptions]] = ImporterOptions
+    sized_by_load: ClassVar[bool] = False
+    """The proposed cluster is an assumption (the trace does not give it): without
+    ``--machines`` it is sized so that the offered load is ``DEFAULT_LOAD``."""
 
     def read(self, path: Path, common: Common, options: Any, log: SkipLog) -> TracePart:
         raise NotImplementedError
