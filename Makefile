@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench bench-ray live lint clean
+.PHONY: demo test bench bench-ray live lint clean trace-examples replay-day
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,18 @@ test: $(TSTAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
+	$(BIN)/python benchmarks/bench_traces.py --json benchmarks/results-traces.json
+
+# Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
+trace-examples: $(STAMP)
+	UTILON=$(BIN)/utilon sh examples/traces/regenerate.sh
+
+# The whole SWIM FB-2010 day (24,442 jobs) under every policy (about 20 minutes on 2 cores,
+# most of it EDF-N, whose queue grows to thousands of jobs).
+replay-day: $(STAMP)
+	$(BIN)/utilon trace import swim ../shared/data/swim_facebook/FB-2010_samples_24_times_1hr_0.tsv \
+	  --name fb2010-day --out runs/traces/fb2010-day.yaml
+	$(BIN)/utilon compare runs/traces/fb2010-day.yaml --policies all --out runs/fb2010-day
 
 # Ray overhead: utilon's RayBackend against the same short tasks submitted to Ray directly.
 bench-ray: $(TSTAMP)

@@ -5,26 +5,37 @@ Two importers read the two tables of the 2017 release that are public (see
 ``cluster-trace-v2017/trace_201708.md``).
 
 ``alibaba-2017`` (``batch_task.csv``, 8 columns, header optional)
+    A job is the tasks with one ``job_id`` (submitted at its earliest task creation); each task
+    is a stage ``t<task_id>`` whose tasks are the task's instances.
     *Real*: task create and end times, job and task ids, instance counts, statuses, the CPU
     and memory each instance requests.  *Assumed*, because the 2017 release does not have it:
 
     * instance durations.  ``batch_instance.csv`` (real per-instance start/end) has no public
       copy, so every instance of a task lasts the task's ``end - create``.  That includes
-      queueing and the waves in which Fuxi ran the instances, so the work is overstated
-      (instances that ran one after the other are replayed side by side);
+      queueing, the waves in which Fuxi ran the instances and, since the tasks of a job are
+      mostly created together, the wait for its predecessors: the work is overstated;
     * precedence.  DAG edges were first published in 2018; a task is taken to wait for every
-      earlier task of its job that had ended by the time it was created (``infer_dag``);
-      a task's creation offset inside its job is otherwise not replayed (stages start when
-      their inferred predecessors are done);
+      earlier task of its job that had ended by the time it was created (``infer_dag``;
+      written as a transitive reduction).  In this trace 90% of the jobs create all their
+      tasks in the same second, so only ~190 edges are found: most jobs are bags of
+      independent tasks;
     * units: ``plan_cpu`` in hundredths of a core (``cpu_unit``), ``plan_mem`` as a fraction
       of the largest machine (as in ``server_event.csv``, where most machines have 0.69);
+    * only ``Terminated`` tasks by default (``statuses``); Waiting rows have no request and
+      are filtered; tasks created before the trace (negative time) are filtered; tasks with
+      end == create last ``min_duration``;
     * instance bundling: 11.9 M instances would make a simulation crawl, so a task with more
-      than ``max_tasks_per_stage`` instances becomes tasks that each carry several instances
-      (demand x instances carried, same duration) - never more than one proposed machine
-      holds.  Total demand x time is preserved exactly (the instances are spread evenly over
-      the bundles, so a bundle may carry a fractional number of them);
-    * the proposed cluster (``default_machines`` identical 64-core machines), classes and
-      utilities (the seeded :class:`~utilon.traces.base.ClassRule`).
+      than ``max_tasks_per_stage`` instances becomes tasks that each carry ceil(n / K)
+      instances (demand x instances carried, same duration) - but never more than one
+      proposed machine holds, so a huge task may keep more than K tasks.  Total demand x time
+      is preserved exactly (instances are spread evenly over the bundles, so a bundle may
+      carry a fractional number of them);
+    * the proposed cluster: identical machines of 64 cores and 0.69 memory.  The real 1,313
+      machines also ran online services, so the batch share is unknown: without
+      ``--machines`` the API sizes the cluster for an offered load (default 0.7; memory is
+      the bound resource, about 3,700 machines for the whole file);
+    * classes and utilities: the seeded :class:`~utilon.traces.base.ClassRule`, with a job's
+      size in instance-seconds (unbundled).
 
 ``alibaba-2017-servers`` (``server_event.csv``, 7 columns, no header)
     *Real*: the machines, their CPU cores, normalized memory and disk, and the time of every
@@ -60,13 +71,14 @@ from utilon.traces.base import (
     work_of,
 )
 
+REAL_MACHINES = 1313  # machines in the 2017 trace (shared by batch and online services)
 STATUSES = ("Ready", "Waiting", "Running", "Terminated", "Failed", "Cancelled")
 
 
 def _int(text: str) -> int:
-    """An integer field; ``"12.0"`` is accepted, ``"1.5"`` is not."""
+    """An integer field; ``" 12"`` and ``"12.0"`` are accepted, ``"1.5"`` is not."""
     try:
-        return int(text)
+        return int(text)  # int() itself ignores surrounding spaces
     except ValueError:
         x = float(text)
         if not x.is_integer():
@@ -88,7 +100,8 @@ class AlibabaOptions(ImporterOptions):
     max_tasks_per_stage: int | None = Field(64, ge=1,
                                             description="bundle instances above this; null: no")
     min_duration: float = Field(1.0, gt=0, description="seconds for tasks with end == create")
-    default_machines: int = Field(1313, ge=1, description="proposed cluster size")
+    bundle_share: float = Field(1.0, gt=0, le=1,
+                                description="largest share of a machine one bundle may take")
     machine_cpu: float = Field(64.0, gt=0, description="cores of a proposed machine")
     machine_mem: float = Field(0.69, gt=0, description="normalized memory of a machine")
 
@@ -110,6 +123,7 @@ class Alibaba2017(Importer):
     summary: ClassVar[str] = "Alibaba 2017 batch_task.csv: jobs of tasks of instances"
     produces: ClassVar[Literal["workload", "cluster"]] = "workload"
     Options: ClassVar[type[ImporterOptions]] = AlibabaOptions
+    sized_by_load = True  # the batch share of the real 1,313 machines is unknown
 
     def read(self, path: Path, common: Common, options: Any, log: SkipLog) -> TracePart:
         opts: AlibabaOptions = options
@@ -119,12 +133,13 @@ class Alibaba2017(Importer):
                                  fix=f"use some of: {', '.join(STATUSES)}")
         wanted = set(opts.statuses)
         jobs: dict[int, list[_Task]] = defaultdict(list)
+        seen: set[tuple[int, int]] = set()
         zero = 0
         for n, line in open_lines(path):
             if not line.strip():
                 continue
-            f = [x.strip() for x in line.split(",")]
-            if n == 1 and f and f[0] and not f[0].lstrip("-").replace(".", "").isdigit():
+            f = line.split(",")
+            if n == 1 and not f[0].strip().lstrip("-").replace(".", "").isdigit():
                 continue  # a header line (the public copy has one, the original does not)
             log.row()
             if len(f) != 8:
@@ -135,7 +150,7 @@ class Alibaba2017(Importer):
             except ValueError:
                 log.bad(n, "time, id or instance count is not an integer")
                 continue
-            status = f[5]
+            status = f[5].strip()
             if status not in STATUSES:
                 log.bad(n, "unknown status")
                 continue
@@ -145,11 +160,12 @@ class Alibaba2017(Importer):
             if status not in wanted:
                 log.filter(n, f"status {status}")
                 continue
-            if not f[6] or not f[7]:
+            c_txt, m_txt = f[6].strip(), f[7].strip()
+            if not c_txt or not m_txt:
                 log.filter(n, "no cpu/mem request")
                 continue
             try:
-                cpu, mem = float(f[6]) / opts.cpu_unit, float(f[7])
+                cpu, mem = float(c_txt) / opts.cpu_unit, float(m_txt)
             except ValueError:
                 log.bad(n, "cpu or memory request is not a number")
                 continue
@@ -168,19 +184,21 @@ class Alibaba2017(Importer):
             if end < create:
                 log.filter(n, "ends before it is created")
                 continue
-            if any(t.task_id == task for t in jobs.get(job, ())):
+            if (job, task) in seen:
                 log.filter(n, "duplicate task id (first kept)")
                 continue
+            seen.add((job, task))
             zero += end == create
             jobs[job].append(_Task(create, end, task, inst, cpu, mem, n))
 
         # Jobs in submit order (earliest task creation), ties by job id; then the window.
-        order = sorted(jobs, key=lambda j: (min(t.create for t in jobs[j]), j))
+        first = {j: min(t.create for t in tasks) for j, tasks in jobs.items()}
+        order = sorted(jobs, key=lambda j: (first[j], j))
         win = common.window
         kept: list[int] = []
         for j in order:
             tasks = jobs[j]
-            submit = min(t.create for t in tasks)
+            submit = first[j]
             if not win.contains(submit):
                 reason = "job submitted outside the window"
             elif win.max_jobs is not None and len(kept) >= win.max_jobs:
@@ -195,7 +213,9 @@ class Alibaba2017(Importer):
         log.finish("task rows")
 
         m_cap = {"cpu": opts.machine_cpu, "mem": opts.machine_mem}
-        machines = common.machines or opts.default_machines
+        # Without --machines the API sizes the cluster for an offered load (reading twice);
+        # the first read, and a --with cluster, use the real cluster's size.
+        machines = common.machines or REAL_MACHINES
         rng = np.random.default_rng(common.seed)
         out: list[dict[str, Any]] = []
         bundled = instances = edges = 0
@@ -204,22 +224,25 @@ class Alibaba2017(Importer):
             submit = tasks[0].create
             stages: list[dict[str, Any]] = []
             plain: list[dict[str, Any]] = []  # one task per instance: the work for classes
+            fit = math.inf  # tasks of the job's biggest stage demand one machine holds
+            earliest_end = math.inf
             for i, t in enumerate(tasks):
                 dur = float(max(t.end - t.create, 0)) or opts.min_duration
-                n_tasks, per = _bundle(t, opts.max_tasks_per_stage, m_cap)
+                n_tasks, per = _bundle(t, opts.max_tasks_per_stage, m_cap, opts.bundle_share)
                 bundled += per > 1
                 instances += t.instances
-                st: dict[str, Any] = {
-                    "name": f"t{t.task_id}", "kind": "task", "tasks": n_tasks, "duration": dur,
-                    "demand": {"cpu": _num(t.cpu * per), "mem": _num(t.mem * per)}}
-                if opts.infer_dag:
+                cpu, mem = _num(t.cpu * per), _num(t.mem * per)
+                fit = min(fit, _fits({"cpu": cpu, "mem": mem}, m_cap))
+                st: dict[str, Any] = {"name": f"t{t.task_id}", "kind": "task", "tasks": n_tasks,
+                                      "duration": dur, "demand": {"cpu": cpu, "mem": mem}}
+                if opts.infer_dag and earliest_end <= t.create:
                     after = _predecessors(tasks, i)
-                    if after:
-                        st["after"] = [f"t{tasks[a].task_id}" for a in after]
-                        edges += len(after)
+                    st["after"] = [f"t{tasks[a].task_id}" for a in after]
+                    edges += len(after)
+                earliest_end = min(earliest_end, t.end)
                 stages.append(st)
                 plain.append({"tasks": t.instances, "duration": dur})
-            slots = min(_fits(s["demand"], m_cap) for s in stages) * machines
+            slots = fit * machines
             doc: dict[str, Any] = {"id": f"j{j}", "submit": win.job_time(submit)}
             doc.update(common.classes.assign(work_of(plain), standalone(stages, slots), rng))
             doc["stages"] = stages
@@ -244,8 +267,8 @@ class Alibaba2017(Importer):
                  f"instances carried, same duration, total work preserved ({bundled} tasks "
                  "bundled)" if k else "no bundling: one simulated task per instance"),
                 f"proposed cluster: {machines} machines of {opts.machine_cpu:g} cores, "
-                f"{opts.machine_mem:g} memory (the real cluster has 1,313, shared with "
-                "online services)",
+                f"{opts.machine_mem:g} memory (the real cluster has {REAL_MACHINES:,}, shared "
+                "with online services, so the batch share is unknown)",
                 common.classes.describe(),
             ])
         cluster = {"machines": [{"id": "m", "count": machines, "capacity": m_cap}]}
@@ -261,12 +284,16 @@ def _fits(demand: dict[str, float], cap: dict[str, float]) -> int:
     return max(1, math.floor(per + 1e-9)) if math.isfinite(per) else 1 << 20
 
 
-def _bundle(t: _Task, k: int | None, cap: dict[str, float]) -> tuple[int, float]:
-    """(simulated tasks, instances each carries) for a trace task."""
+def _bundle(t: _Task, k: int | None, cap: dict[str, float], share: float = 1.0
+            ) -> tuple[int, float]:
+    """(simulated tasks, instances each carries) for a trace task.  A bundle stays 0.01%
+    below a whole machine, so it also fits the real machines of server_event.csv (memory
+    0.68997, a hair under the proposed 0.69)."""
     n = t.instances
     if k is None or n <= k:
         return n, 1.0
-    g = min(math.ceil(n / k), _fits({"cpu": t.cpu, "mem": t.mem}, cap))
+    room = {r: x * min(share, 1 - 1e-4) for r, x in cap.items()}
+    g = min(math.ceil(n / k), _fits({"cpu": t.cpu, "mem": t.mem}, room))
     if g <= 1:
         return n, 1.0
     tasks = math.ceil(n / g)
@@ -334,6 +361,7 @@ class Alibaba2017Servers(Importer):
                 errors.append((t, mid, n, kind))
             else:
                 log.bad(n, "unknown event type")
+        log.finish("machine events")
 
         # Down intervals per machine: [error, last error of a burst + recovery).
         down: dict[int, list[list[float]]] = defaultdict(list)
@@ -374,6 +402,9 @@ class Alibaba2017Servers(Importer):
             changes[mid] = ev
 
         ids = sorted(state0)
+        if not ids:
+            raise TraceError("no machine is added before the window ends", where=str(path),
+                             fix="move --start earlier")
         chosen = _sample(ids, common.machines, common.seed,
                          [m for m in ids if any(a == "leave" or not state0[m]
                                                 for _, a in changes[m])]
@@ -439,33 +470,40 @@ def timeline_stats(machines: list[dict[str, Any]], timeline: list[dict[str, Any]
     up = {m["id"] for m in machines if not m.get("down")}
     scale = dict.fromkeys(base, 1.0)
     names = sorted({r for c in base.values() for r in c})
+    total = {r: sum(base[m].get(r, 0.0) for m in up) for r in names}  # kept up to date
 
-    def now() -> tuple[int, dict[str, float]]:
-        return len(up), {r: sum(base[m].get(r, 0.0) * scale[m] for m in up) for r in names}
+    def add(m: str, sign: float) -> None:
+        for r in names:
+            total[r] += sign * base[m].get(r, 0.0) * scale[m]
 
-    n0, c0 = now()
-    lo_n = hi_n = n0
-    lo_c, hi_c = dict(c0), dict(c0)
+    n0 = lo_n = hi_n = len(up)
+    lo_c, hi_c = dict(total), dict(total)
     by_action: Counter[str] = Counter()
     i = 0
     while i < len(timeline):
         t = timeline[i]["at"]
-        while i < len(timeline) and timeline[i]["at"] == t:
+        while i < len(timeline) and timeline[i]["at"] == t:  # one instant at a time
             e = timeline[i]
             ms = [e["machines"]] if isinstance(e["machines"], str) else e["machines"]
             for m in ms:
-                by_action[e["action"]] += 1
-                if e["action"] == "join":
+                act = e["action"]
+                by_action[act] += 1
+                if act == "join" and m not in up:
                     up.add(m)
-                elif e["action"] == "leave":
+                    add(m, 1.0)
+                elif act == "leave" and m in up:
                     up.discard(m)
-                elif e["action"] == "scale":
+                    add(m, -1.0)
+                elif act == "scale":
+                    if m in up:
+                        add(m, -1.0)
                     scale[m] = float(e.get("factor", 1.0))
+                    if m in up:
+                        add(m, 1.0)
             i += 1
-        n, c = now()
-        lo_n, hi_n = min(lo_n, n), max(hi_n, n)
+        lo_n, hi_n = min(lo_n, len(up)), max(hi_n, len(up))
         for r in names:
-            lo_c[r], hi_c[r] = min(lo_c[r], c[r]), max(hi_c[r], c[r])
+            lo_c[r], hi_c[r] = min(lo_c[r], total[r]), max(hi_c[r], total[r])
     return {
         "machines": len(machines),
         "machines_up_at_start": n0,

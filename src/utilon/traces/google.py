@@ -50,6 +50,7 @@ from utilon.traces.base import (
 )
 
 TRACE_START_US = 600_000_000  # time origin is 600 s before the trace starts
+AFTER_TRACE = 2**63 - 1  # "happened after the trace window"
 ADD, REMOVE, UPDATE = 1, 2, 3
 _NAMES = {ADD: "ADD", REMOVE: "REMOVE", UPDATE: "UPDATE"}
 
@@ -98,6 +99,9 @@ class Google2019Machines(Importer):
                 continue
             if typ not in _NAMES:
                 log.filter(n, f"event type {typ} (not ADD, REMOVE or UPDATE)")
+                continue
+            if t >= AFTER_TRACE:
+                log.filter(n, "after the trace (time 2^63-1)")
                 continue
             if cap is not None and cap[0] <= 0:
                 cap = None  # a machine without cpus tells us nothing about its size
