@@ -115,12 +115,18 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
                             where=f"{where}cluster.machines",
                             fix="give each machine group a distinct id")
     changes: list[_Sourced] = []
+    id_set = set(all_ids)
     for ei, ev in enumerate(spec.capacity):
         loc = f"{where}cluster.capacity[{ei}].machines"
         patterns = [ev.machines] if isinstance(ev.machines, str) else ev.machines
         chosen: list[str] = []
         for pat in patterns:
-            hits = all_ids if pat == "all" else fnmatch.filter(all_ids, pat)
+            if pat == "all":
+                hits = all_ids
+            elif not any(c in pat for c in "*?["):  # a plain id: a set lookup, not a scan
+                hits = [pat] if pat in id_set else []
+            else:
+                hits = fnmatch.filter(all_ids, pat)
             if not hits:
                 raise ScenarioError(f"{pat!r} matches no machine", where=loc,
                                     fix="use machine ids, a glob like 'small-*', or 'all'")

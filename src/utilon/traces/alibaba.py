@@ -93,15 +93,13 @@ def _num(x: float) -> float:
 
 # ================================================================================ batch tasks
 class AlibabaOptions(ImporterOptions):
-    statuses: list[str] = Field(default_factory=lambda: ["Terminated"], min_length=1,
-                                description="task statuses to replay")
+    statuses: tuple[str, ...] = Field(("Terminated",), min_length=1,
+                                      description="task statuses to replay")
     cpu_unit: float = Field(100.0, gt=0, description="plan_cpu per core (100 = hundredths)")
     infer_dag: bool = True
     max_tasks_per_stage: int | None = Field(64, ge=1,
                                             description="bundle instances above this; null: no")
     min_duration: float = Field(1.0, gt=0, description="seconds for tasks with end == create")
-    bundle_share: float = Field(1.0, gt=0, le=1,
-                                description="largest share of a machine one bundle may take")
     machine_cpu: float = Field(64.0, gt=0, description="cores of a proposed machine")
     machine_mem: float = Field(0.69, gt=0, description="normalized memory of a machine")
 
@@ -134,7 +132,6 @@ class Alibaba2017(Importer):
         wanted = set(opts.statuses)
         jobs: dict[int, list[_Task]] = defaultdict(list)
         seen: set[tuple[int, int]] = set()
-        zero = 0
         for n, line in open_lines(path):
             if not line.strip():
                 continue
@@ -146,7 +143,11 @@ class Alibaba2017(Importer):
                 log.bad(n, f"expected 8 fields, got {len(f)}")
                 continue
             try:
-                create, end, job, task, inst = (_int(x) for x in f[:5])
+                try:  # the common case first: plain integers
+                    create, end, job, task, inst = (int(f[0]), int(f[1]), int(f[2]),
+                                                    int(f[3]), int(f[4]))
+                except ValueError:
+                    create, end, job, task, inst = (_int(x) for x in f[:5])
             except ValueError:
                 log.bad(n, "time, id or instance count is not an integer")
                 continue
@@ -188,7 +189,6 @@ class Alibaba2017(Importer):
                 log.filter(n, "duplicate task id (first kept)")
                 continue
             seen.add((job, task))
-            zero += end == create
             jobs[job].append(_Task(create, end, task, inst, cpu, mem, n))
 
         # Jobs in submit order (earliest task creation), ties by job id; then the window.
@@ -218,7 +218,7 @@ class Alibaba2017(Importer):
         machines = common.machines or REAL_MACHINES
         rng = np.random.default_rng(common.seed)
         out: list[dict[str, Any]] = []
-        bundled = instances = edges = 0
+        bundled = instances = edges = zero = 0
         for j in kept:
             tasks = sorted(jobs[j], key=lambda t: (t.create, t.end, t.task_id))
             submit = tasks[0].create
@@ -227,19 +227,21 @@ class Alibaba2017(Importer):
             fit = math.inf  # tasks of the job's biggest stage demand one machine holds
             earliest_end = math.inf
             for i, t in enumerate(tasks):
-                dur = float(max(t.end - t.create, 0)) or opts.min_duration
-                n_tasks, per = _bundle(t, opts.max_tasks_per_stage, m_cap, opts.bundle_share)
+                dur = float(t.end - t.create) or opts.min_duration
+                zero += t.end == t.create
+                n_tasks, per = _bundle(t, opts.max_tasks_per_stage, m_cap)
                 bundled += per > 1
                 instances += t.instances
                 cpu, mem = _num(t.cpu * per), _num(t.mem * per)
-                fit = min(fit, _fits({"cpu": cpu, "mem": mem}, m_cap))
+                fit = min(fit, _fits2(cpu, mem, opts.machine_cpu, opts.machine_mem))
                 st: dict[str, Any] = {"name": f"t{t.task_id}", "kind": "task", "tasks": n_tasks,
                                       "duration": dur, "demand": {"cpu": cpu, "mem": mem}}
                 if opts.infer_dag and earliest_end <= t.create:
                     after = _predecessors(tasks, i)
                     st["after"] = [f"t{tasks[a].task_id}" for a in after]
                     edges += len(after)
-                earliest_end = min(earliest_end, t.end)
+                if t.end < earliest_end:
+                    earliest_end = t.end
                 stages.append(st)
                 plain.append({"tasks": t.instances, "duration": dur})
             slots = fit * machines
@@ -258,7 +260,9 @@ class Alibaba2017(Importer):
                 f"plan_cpu / {opts.cpu_unit:g} = cores; plan_mem = fraction of the largest "
                 "machine",
                 (f"precedence inferred: a task waits for every earlier task of its job that "
-                 f"ended by its creation ({edges} edges after transitive reduction)"
+                 f"ended by its creation ({edges} edges after transitive reduction; most "
+                 "jobs create all their tasks in the same second, so most tasks are "
+                 "independent); creation offsets inside a job are not replayed"
                  if opts.infer_dag else "no precedence: all tasks of a job independent"),
                 f"statuses replayed: {', '.join(opts.statuses)}; tasks with end == create "
                 f"last {opts.min_duration:g} s ({zero} tasks)",
@@ -269,7 +273,7 @@ class Alibaba2017(Importer):
                 f"proposed cluster: {machines} machines of {opts.machine_cpu:g} cores, "
                 f"{opts.machine_mem:g} memory (the real cluster has {REAL_MACHINES:,}, shared "
                 "with online services, so the batch share is unknown)",
-                common.classes.describe(),
+                common.classes.describe() + "; a job's size is its instance-seconds",
             ])
         cluster = {"machines": [{"id": "m", "count": machines, "capacity": m_cap}]}
         stats = {"trace_tasks": sum(len(jobs[j]) for j in kept), "instances": instances,
@@ -278,22 +282,21 @@ class Alibaba2017(Importer):
         return TracePart(jobs=out, cluster=cluster, provenance=prov, stats=stats)
 
 
-def _fits(demand: dict[str, float], cap: dict[str, float]) -> int:
-    """How many tasks of ``demand`` one machine of capacity ``cap`` holds."""
-    per = min((cap[r] / x for r, x in demand.items() if x > 0), default=math.inf)
+def _fits2(cpu: float, mem: float, m_cpu: float, m_mem: float) -> int:
+    """How many tasks demanding ``cpu`` and ``mem`` one machine holds (at least 1)."""
+    per = min(m_cpu / cpu if cpu > 0 else math.inf, m_mem / mem if mem > 0 else math.inf)
     return max(1, math.floor(per + 1e-9)) if math.isfinite(per) else 1 << 20
 
 
-def _bundle(t: _Task, k: int | None, cap: dict[str, float], share: float = 1.0
-            ) -> tuple[int, float]:
+def _bundle(t: _Task, k: int | None, cap: dict[str, float]) -> tuple[int, float]:
     """(simulated tasks, instances each carries) for a trace task.  A bundle stays 0.01%
     below a whole machine, so it also fits the real machines of server_event.csv (memory
     0.68997, a hair under the proposed 0.69)."""
     n = t.instances
     if k is None or n <= k:
         return n, 1.0
-    room = {r: x * min(share, 1 - 1e-4) for r, x in cap.items()}
-    g = min(math.ceil(n / k), _fits({"cpu": t.cpu, "mem": t.mem}, room))
+    room = 1 - 1e-4
+    g = min(math.ceil(n / k), _fits2(t.cpu, t.mem, cap["cpu"] * room, cap["mem"] * room))
     if g <= 1:
         return n, 1.0
     tasks = math.ceil(n / g)
