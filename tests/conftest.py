@@ -52,3 +52,16 @@ def head_lines(src: Path, n: int, dest: Path, extra: list[str] | None = None) ->
     lines += [x + "\n" for x in extra or []]
     dest.write_text("".join(lines), encoding="utf-8")
     return dest
+
+
+def run_fifo(document: dict) -> tuple:
+    """Build an imported scenario document and run FIFO to the end: (workload, jobs finished)."""
+    from utilon.policies import make_policy
+    from utilon.scenario.build import build_workload
+    from utilon.scenario.load import parse_scenario
+    from utilon.sim.engine import Simulation
+
+    workload = build_workload(parse_scenario(document, "imported"))
+    res = Simulation(workload.cluster, workload.jobs, make_policy("fifo")).run()
+    assert not res.stopped_early
+    return workload, sum(1 for j in res.core.jobs.values() if j.finish is not None)

@@ -10,11 +10,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from conftest import head_lines
-from utilon.policies import make_policy
-from utilon.scenario.build import Workload, build_workload
-from utilon.scenario.load import load_workload, parse_scenario
-from utilon.sim.engine import Simulation
+from conftest import head_lines, run_fifo
+from utilon.scenario.load import load_workload
 from utilon.traces import TraceError, Window, import_trace, write_scenario
 
 FB2010 = Path("swim_facebook/FB-2010_samples_24_times_1hr_0.tsv")
@@ -23,14 +20,6 @@ FB2009 = Path("swim_facebook/FB-2009_samples_24_times_1hr_0.tsv")
 
 def _rows(path: Path) -> list[list[str]]:
     return [ln.split("\t") for ln in path.read_text().splitlines() if ln.strip()]
-
-
-def _run_fifo(document: dict) -> tuple[Workload, int]:
-    """Build the imported scenario and run FIFO to the end: (workload, jobs finished)."""
-    workload = build_workload(parse_scenario(document, "imported"))
-    res = Simulation(workload.cluster, workload.jobs, make_policy("fifo")).run()
-    assert not res.stopped_early
-    return workload, sum(1 for j in res.core.jobs.values() if j.finish is not None)
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +156,7 @@ def test_same_seed_same_document_other_seed_other_classes(slice300: Path) -> Non
 def test_imported_slice_simulates_to_completion_and_round_trips(slice300: Path,
                                                                 tmp_path: Path) -> None:
     r = import_trace("swim", slice300, window=Window(max_jobs=120))
-    workload, finished = _run_fifo(r.document)
+    workload, finished = run_fifo(r.document)
     assert finished == len(workload.jobs) == 120
     out = write_scenario(r, tmp_path / "swim.yaml", "utilon trace import swim fb.tsv")
     back = load_workload(out)
@@ -199,7 +188,7 @@ def test_any_window_imports_and_every_job_finishes(slice80: Path, start: int,
     jobs = r.document["workload"]["jobs"]
     assert [j["id"] for j in jobs] == want
     assert all(0 <= j["submit"] <= (window.end - start) / scale for j in jobs)
-    _, finished = _run_fifo(r.document)
+    _, finished = run_fifo(r.document)
     assert finished == len(want)
 
 

@@ -18,7 +18,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from utilon.cli.common import err, out
+from utilon.cli.common import err, key_values, out
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
 from utilon.cli.trace import trace_app
@@ -58,17 +58,7 @@ def _main(
 
 
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
-    params: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UtilonError(f"--param {item!r} is not KEY=VALUE", where="command line",
-                              fix="write e.g. --param k=4")
-        k, v = item.split("=", 1)
-        try:
-            params[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            params[k.strip()] = v
-    return params
+    return key_values(items, "--param", "k=4")
 
 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)",

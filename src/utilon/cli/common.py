@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -29,3 +31,18 @@ def errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(130) from None
+
+
+def key_values(items: list[str] | None, option: str, example: str) -> dict[str, Any]:
+    """Repeated ``KEY=VALUE`` options -> a dict; values are JSON when they parse as JSON."""
+    values: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UtilonError(f"{option} {item!r} is not KEY=VALUE", where="command line",
+                              fix=f"write e.g. {option} {example}")
+        k, v = item.split("=", 1)
+        try:
+            values[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            values[k.strip()] = v
+    return values

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import sys
@@ -12,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import err, errors, out
+from utilon.cli.common import err, errors, key_values, out
 from utilon.errors import UtilonError
 
 trace_app = typer.Typer(help="Import real workload and capacity traces into scenarios.",
@@ -31,20 +30,6 @@ def parse_seconds(text: str | None, option: str) -> float | None:
         raise UtilonError(f"{text!r} is not a time", where=option,
                           fix="write seconds or a number with s, m, h or d, e.g. 1h")
     return float(m.group(1)) * _UNIT[m.group(2)]
-
-
-def _parse_sets(items: list[str] | None) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise UtilonError(f"--set {item!r} is not KEY=VALUE", where="command line",
-                              fix="write e.g. --set block_size=128MiB")
-        k, v = item.split("=", 1)
-        try:
-            opts[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            opts[k.strip()] = v
-    return opts
 
 
 @trace_app.command("import")
@@ -103,10 +88,10 @@ def trace_import(
                 raise UnknownNameError("utility", utility, ["cora", "deadline"],
                                        where="--utility")
             rule["utility"] = utility
+        options = key_values(setting, "--set", "block_size=128MiB")
         with err.status(f"importing {file} as {kind}", spinner="dots"):
             result = import_trace(kind, file, window=window, seed=seed, machines=machines,
-                                  load=load,
-                                  classes=ClassRule(**rule), options=_parse_sets(setting),
+                                  load=load, classes=ClassRule(**rule), options=options,
                                   with_scenario=with_scenario, name=name, max_bad=max_bad)
         target = out_file or Path(f"{kind}-{file.name.split('.')[0]}.yaml")
         command = "utilon " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -68,6 +68,7 @@ from utilon.traces.base import (
     open_lines,
     register,
     standalone,
+    timeline_stats,
     work_of,
 )
 
@@ -464,54 +465,3 @@ def _sample(ids: list[int], n: int | None, seed: int, first: list[int]) -> list[
     else:
         pick = pref + [rest[i] for i in rng.choice(len(rest), size=n - len(pref), replace=False)]
     return sorted(pick)
-
-
-def timeline_stats(machines: list[dict[str, Any]], timeline: list[dict[str, Any]]
-                   ) -> dict[str, Any]:
-    """Machines, changes by action, and the range of machines up and capacity over time."""
-    base = {m["id"]: m["capacity"] for m in machines}
-    up = {m["id"] for m in machines if not m.get("down")}
-    scale = dict.fromkeys(base, 1.0)
-    names = sorted({r for c in base.values() for r in c})
-    total = {r: sum(base[m].get(r, 0.0) for m in up) for r in names}  # kept up to date
-
-    def add(m: str, sign: float) -> None:
-        for r in names:
-            total[r] += sign * base[m].get(r, 0.0) * scale[m]
-
-    n0 = lo_n = hi_n = len(up)
-    lo_c, hi_c = dict(total), dict(total)
-    by_action: Counter[str] = Counter()
-    i = 0
-    while i < len(timeline):
-        t = timeline[i]["at"]
-        while i < len(timeline) and timeline[i]["at"] == t:  # one instant at a time
-            e = timeline[i]
-            ms = [e["machines"]] if isinstance(e["machines"], str) else e["machines"]
-            for m in ms:
-                act = e["action"]
-                by_action[act] += 1
-                if act == "join" and m not in up:
-                    up.add(m)
-                    add(m, 1.0)
-                elif act == "leave" and m in up:
-                    up.discard(m)
-                    add(m, -1.0)
-                elif act == "scale":
-                    if m in up:
-                        add(m, -1.0)
-                    scale[m] = float(e.get("factor", 1.0))
-                    if m in up:
-                        add(m, 1.0)
-            i += 1
-        lo_n, hi_n = min(lo_n, len(up)), max(hi_n, len(up))
-        for r in names:
-            lo_c[r], hi_c[r] = min(lo_c[r], total[r]), max(hi_c[r], total[r])
-    return {
-        "machines": len(machines),
-        "machines_up_at_start": n0,
-        "events": dict(sorted(by_action.items())),
-        "machines_up": {"min": lo_n, "max": hi_n},
-        "capacity": {r: {"min": round(lo_c[r], 3), "max": round(hi_c[r], 3)} for r in names},
-        "last_event_s": timeline[-1]["at"] if timeline else 0.0,
-    }

@@ -37,7 +37,6 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from utilon.traces.alibaba import timeline_stats
 from utilon.traces.base import (
     Common,
     Importer,
@@ -47,6 +46,7 @@ from utilon.traces.base import (
     TracePart,
     open_lines,
     register,
+    timeline_stats,
 )
 
 TRACE_START_US = 600_000_000  # time origin is 600 s before the trace starts
