@@ -20,7 +20,7 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo
+	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo --report
 
 test: $(TSTAMP)
 	$(BIN)/python -m pytest

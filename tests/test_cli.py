@@ -25,7 +25,7 @@ SUMMARY_KEYS = [
     "utility_sum",
     "utility_mean", "misses", "miss_rate", "penalty", "makespan", "response_mean",
     "response_p95", "utilisation", "utilisation_by_resource", "servers", "cost", "tasks",
-    "decisions", "infeasible", "stopped_early", "warnings", "timing",
+    "decisions", "infeasible", "stopped_early", "warnings", "timeline", "timing",
 ]
 COMPARISON_COLUMNS = [
     "policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate", "penalty",
@@ -160,8 +160,9 @@ def test_simulate_writes_outputs(fifo_run: tuple[Any, Path]) -> None:
     res, out = fifo_run
     assert res.exit_code == 0, res.output
     assert "fifo" in res.stdout and "outputs:" in res.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["jobs.csv", "provenance.json",
-                                                     "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "allocation.csv", "attempts.csv", "capacity.csv", "jobs.csv", "provenance.json",
+        "summary.json"]
     lines = (out / "jobs.csv").read_text(encoding="utf-8").splitlines()
     assert lines[0] == HEADER
     assert len(lines) == 6

@@ -933,12 +933,13 @@ def plain_scenario(path: Path) -> Path:
 def test_cli_run_writes_outputs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = runner.invoke(app, ["run", str(pi_scenario(tmp_path / "s.yaml")), "--policy", "fifo",
-                              "--out", str(out)])
+                              "--out", str(out), "--report"])
     assert res.exit_code == 0, res.output
     assert "outputs:" in res.stdout and "fifo" in res.stdout
     assert "verified outputs: 1 ok, 0 failed" in res.stderr
     for name in ("jobs.csv", "summary.json", "provenance.json", "attempts.csv",
-                 "verification.json"):
+                 "allocation.csv", "capacity.csv", "verification.json", "report.html",
+                 "report-gantt-fifo.png"):
         assert (out / name).is_file(), name
     assert (out / "jobs" / "pi" / "output" / "pi.json").is_file()
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))

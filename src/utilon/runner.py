@@ -13,7 +13,7 @@ from typing import Any
 from utilon.errors import UnknownNameError
 from utilon.live import LiveProgress, LiveResult, LiveRun, LocalBackend, TaskCatalog
 from utilon.live.backend import Backend
-from utilon.metrics.outputs import job_rows, summarize, write_attempts_csv, write_outputs
+from utilon.metrics.outputs import job_rows, summarize, write_outputs
 from utilon.model.cluster import Cluster
 from utilon.policies import make_policy, policy_class, policy_names
 from utilon.policies.base import Policy
@@ -72,7 +72,7 @@ def run_policy(
     rows = job_rows(result, workload.jobs)
     summary = summarize(result, workload, policy, rows)
     if out_dir is not None:
-        write_outputs(out_dir, rows, summary, provenance(workload))
+        summary = write_outputs(out_dir, rows, summary, provenance(workload), result)
     return RunOutput(policy, result, rows, summary)
 
 
@@ -152,11 +152,9 @@ def run_live(
         "plain": len(workload.jobs) - len(checks),
     }
     summary["peak_usage"] = {k: round(v, 4) for k, v in sorted(result.peak_usage.items())}
-    write_outputs(run_dir, rows, summary, provenance(workload) | {
+    summary = write_outputs(run_dir, rows, summary, provenance(workload) | {
         "mode": "live", "backend": result.backend,
-        "machines": {m.id: m.capacity.as_dict() for m in ran_on.machines}})
-    write_attempts_csv(run_dir / "attempts.csv", result.core.attempts,
-                       {j.id: [s.name for s in j.stages] for j in workload.jobs})
+        "machines": {m.id: m.capacity.as_dict() for m in ran_on.machines}}, result)
     (run_dir / "verification.json").write_text(json.dumps(
         {k: {"ok": v.ok, "detail": v.detail} for k, v in sorted(checks.items())},
         indent=2) + "\n", encoding="utf-8")

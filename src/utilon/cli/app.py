@@ -71,8 +71,23 @@ CapacityOpt = Annotated[Path | None, typer.Option(
     "a cluster written by `utilon trace import` (machines and timeline)")]
 
 
+ReportOpt = Annotated[bool, typer.Option(
+    "--report", help="also write report.html (self-contained) and its figures as PNG into the "
+    "output directory")]
+
+
 def _default_out(name: str) -> Path:
     return Path("runs") / name
+
+
+def _write_report(dirs: Sequence[Path], out_file: Path, title: str = "") -> None:
+    from utilon.report import build_report  # matplotlib: only loaded when a report is asked
+
+    with err.status("drawing the report", spinner="dots"):
+        rep = build_report(dirs, out_file, title=title)
+    size = rep.html.stat().st_size
+    out.print(f"report: {rep.html} ({size / 1e6:.1f} MB) and {len(rep.pngs)} PNG figures "
+              f"next to it")
 
 
 # ---------------------------------------------------------------------------------- simulate
@@ -89,8 +104,10 @@ def simulate(
     validate: Annotated[bool, typer.Option(help="check core invariants after every event "
                                            "(slow)")] = False,
     capacity: CapacityOpt = None,
+    report: ReportOpt = False,
 ) -> None:
-    """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json."""
+    """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json
+    and the timeline (allocation.csv, capacity.csv, attempts.csv)."""
     with _errors():
         workload = load_workload(scenario, seed=seed, capacity=capacity)
         name = policy or (workload.spec.policy.name if workload.spec.policy else None)
@@ -106,7 +123,10 @@ def simulate(
                              progress=lambda d, t: prog.update(task, completed=d))
         out.print(_table([res], f"{workload.name} (seed {workload.seed})"))
         _warn(res)
-        out.print(f"outputs: {target}/jobs.csv, summary.json, provenance.json")
+        out.print(f"outputs: {target}/jobs.csv, summary.json, provenance.json, "
+                  "allocation.csv, capacity.csv, attempts.csv")
+        if report:
+            _write_report([target], target / "report.html")
 
 
 # ---------------------------------------------------------------------------------- compare
@@ -118,6 +138,7 @@ def compare(
     seed: SeedOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
     capacity: CapacityOpt = None,
+    report: ReportOpt = False,
 ) -> None:
     """Run several policies on the same scenario and print one summary row per policy."""
     with _errors():
@@ -131,10 +152,10 @@ def compare(
         with _progress() as prog:
             tasks = {n: prog.add_task(n, total=len(workload.jobs)) for n in names}
             for n in names:
-                def report(d: int, t: int, _n: str = n) -> None:
+                def advance(d: int, t: int, _n: str = n) -> None:
                     prog.update(tasks[_n], completed=d)
 
-                results.append(run_policy(workload, n, out_dir=target / n, progress=report))
+                results.append(run_policy(workload, n, out_dir=target / n, progress=advance))
                 prog.update(tasks[n], completed=len(workload.jobs))
         _write_comparison(target, results)
         out.print(_table(results, f"{workload.name}: {len(workload.jobs)} jobs, "
@@ -143,6 +164,8 @@ def compare(
         for r in results:
             _warn(r)
         out.print(f"outputs: {target}/<policy>/ and {target}/comparison.csv")
+        if report:
+            _write_report([target], target / "report.html")
 
 
 def _write_comparison(target: Path, results: list[RunOutput]) -> None:
@@ -216,6 +239,7 @@ def run(
     capacity: CapacityOpt = None,
     timeout: Annotated[float | None, typer.Option(
         "--timeout", help="stop after this many seconds of wall time")] = None,
+    report: ReportOpt = False,
 ) -> None:
     """Run a scenario's jobs for real (local worker processes or Ray) under one policy."""
     with _errors():
@@ -237,8 +261,10 @@ def run(
                            timeout=timeout, progress=view.update)
         out.print(_table([res], f"{workload.name} live on {backend} (seed {workload.seed})"))
         _report_live(res)
-        out.print(f"outputs: {target}/jobs.csv, summary.json, attempts.csv, "
-                  "verification.json; task outputs under jobs/")
+        out.print(f"outputs: {target}/jobs.csv, summary.json, attempts.csv, allocation.csv, "
+                  "capacity.csv, verification.json; task outputs under jobs/")
+        if report:
+            _write_report([target], target / "report.html")
         if res.summary["verified"]["failed"]:
             raise typer.Exit(1)  # a job's output is wrong (or it never finished)
 
@@ -290,6 +316,27 @@ def _report_live(res: LiveOutput) -> None:
         err.print(f"tasks: {t['failed']} failed, {t['lost']} lost, {t['killed']} preempted; "
                   "all were re-queued")
     _warn(res)
+
+
+# ---------------------------------------------------------------------------------- report
+@app.command("report")
+def report_cmd(
+    run_dirs: Annotated[list[Path], typer.Argument(
+        help="run directories (simulate/run --out) or comparison directories (compare --out)",
+        show_default=False)],
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="HTML file to write (default: RUN_DIR/report.html for one directory, "
+        "./report.html for several); PNGs are written next to it")] = None,
+    title: Annotated[str, typer.Option("--title", help="report title")] = "",
+) -> None:
+    """Draw a self-contained HTML report (and PNG figures) of one or more runs."""
+    with _errors():
+        target = out_file or (run_dirs[0] / "report.html" if len(run_dirs) == 1
+                              else Path("report.html"))
+        if target.suffix.lower() not in (".html", ".htm"):
+            raise UtilonError("the report is an HTML file", where=f"--out {target}",
+                              fix="give a name ending in .html")
+        _write_report(run_dirs, target, title)
 
 
 # ---------------------------------------------------------------------------------- policies

@@ -15,7 +15,7 @@ and re-queues them (kill-and-requeue).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 
@@ -74,6 +74,9 @@ class Decision:
     """After every grant got what it may, offer leftover capacity to grants in order anyway
     (work conservation, as Hadoop's Fair Scheduler does)."""
     slot_limit: SlotLimit | None = None
+    solver_seconds: float | None = field(default=None, compare=False)
+    """Wall time an optimization policy's solver spent on this decision (measured, so not
+    part of equality or ``to_dict``); the core reports it apart from the decide time."""
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"grants": [g.to_dict() for g in self.grants]}

@@ -50,6 +50,7 @@ from utilon.core.messages import (
 )
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.timeline import Timeline
 from utilon.core.validate import validate_decision
 from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster, Machine
@@ -91,6 +92,7 @@ class CoreStats:
     stale: int = 0
     decisions: int = 0
     decide_seconds: list[float] = field(default_factory=list)
+    solver_seconds: list[float] = field(default_factory=list)  # optimization policies only
 
 
 class SchedulerCore(Dispatcher):
@@ -138,10 +140,13 @@ class SchedulerCore(Dispatcher):
         self.stats = CoreStats()
         self.record_attempts = record_attempts
         self.attempts: list[Attempt] = []
+        self.timeline = Timeline(len(self.names))  # always on: compact, feeds the reports
+        self.timeline.machine_ids.extend(m.id for m in self.machines)
         self._busy_dt: dict[tuple[float, ...], float] = {}  # attempt seconds per demand vector
         self._cap_total = self._capacity_total()
         self._cap_integral = [0.0] * len(self.names)
         self._cap_since = 0.0
+        self._record_capacity()
         self.infeasible: dict[str, str] = {}
         self.warnings: list[str] = []
         for m in self.machines:
@@ -208,7 +213,7 @@ class SchedulerCore(Dispatcher):
         for i, st in enumerate(job.stages):
             for dep in st.after:
                 stages[index[dep]].dependents.append(i)
-        rt = JobRT(job, stages)
+        rt = JobRT(job, stages, self.timeline.add_job(job.id))
         self.jobs[job.id] = rt
         self.active[job.id] = rt
 
@@ -329,6 +334,7 @@ class SchedulerCore(Dispatcher):
         m.view = None
         self._machine_views = None
         self._cap_total = self._capacity_total()
+        self._record_capacity()
         self._refresh_open(m)
 
     def _on_machine_added(self, machine: Machine) -> None:
@@ -339,8 +345,10 @@ class SchedulerCore(Dispatcher):
         m = MachineRT(len(self.machines), machine, self.names, True)
         self.machines.append(m)
         self._machine_index[m.id] = m.index
+        self.timeline.machine_ids.append(m.id)
         self._machine_views = None
         self._cap_total = self._capacity_total()
+        self._record_capacity()
         for v in {v for j in self.active.values() for st in j.stages for v in st.vectors}:
             if v not in self._placeable and all(x <= c + EPS for x, c in zip(v, m.base)):
                 self._placeable.add(v)
@@ -354,6 +362,12 @@ class SchedulerCore(Dispatcher):
                 for r, c in enumerate(m.cap):
                     tot[r] += c
         return tot
+
+    def _record_capacity(self) -> None:
+        up = [m for m in self.machines if m.state is _UP]
+        si = self._slot_idx
+        self.timeline.capacity(self.now, len(up), self._cap_total,
+                               sum(m.cap[si] * m.speed for m in up))
 
     def _advance_capacity_integral(self) -> None:
         dt = self.now - self._cap_since
@@ -433,6 +447,8 @@ class SchedulerCore(Dispatcher):
             job.cost += dt * m.price / 3600.0 * share
         if self.record_attempts:
             self.attempts.append(Attempt(ref, m.id, start, self.now, outcome))
+        self.timeline.attempt(job.seq, ref[1], ref[2], m.index, start, self.now,
+                              v[self._slot_idx], outcome)
         if m.index not in self._open_set:
             self._refresh_open(m)
 
@@ -513,6 +529,8 @@ class SchedulerCore(Dispatcher):
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
         validate_decision(decision, snap, self.policy.name)
+        if decision.solver_seconds is not None:
+            self.stats.solver_seconds.append(decision.solver_seconds)
         if self._on_decision is not None:
             self._on_decision(self.now, snap, decision)
         self._install(decision, cmds)

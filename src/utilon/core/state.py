@@ -46,11 +46,12 @@ class StageRT:
 
 class JobRT:
     __slots__ = ("cost", "dirty", "finish", "gstates", "id", "job", "n_ready", "running",
-                 "stages", "start", "state", "view")
+                 "seq", "stages", "start", "state", "view")
 
-    def __init__(self, job: Job, stages: list[StageRT]) -> None:
+    def __init__(self, job: Job, stages: list[StageRT], seq: int = 0) -> None:
         self.job = job
         self.id = job.id
+        self.seq = seq  # arrival number: the job's row in the run's timeline
         self.stages = stages
         self.state = JobState.QUEUED
         self.start: float | None = None

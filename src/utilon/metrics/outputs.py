@@ -31,7 +31,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from utilon.core.scheduler import Attempt, SchedulerCore
+from utilon.core.scheduler import SchedulerCore
+from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
 from utilon.policies.base import Policy
@@ -121,6 +122,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     misses = sum(1 for r in rows if r["missed"])
     st = core.stats
     decide_ms = [s * 1000.0 for s in st.decide_seconds]
+    solver_ms = [s * 1000.0 for s in st.solver_seconds]
     return {
         "scenario": workload.name,
         "policy": policy.name,
@@ -153,6 +155,10 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
             "decide_ms_p95": _r(_pct(decide_ms, 95), 4),
             "decide_ms_max": _r(max(decide_ms), 4) if decide_ms else 0.0,
             "decide_ms_mean": _r(sum(decide_ms) / len(decide_ms), 4) if decide_ms else 0.0,
+            **({"solver_ms_p50": _r(_pct(solver_ms, 50), 4),
+                "solver_ms_p95": _r(_pct(solver_ms, 95), 4),
+                "solver_ms_max": _r(max(solver_ms), 4),
+                "solver_calls": len(solver_ms)} if solver_ms else {}),
             "wall_s": _r(result.wall_seconds, 4),
             "events_per_s": _r(result.events / result.wall_seconds, 1)
             if result.wall_seconds > 0 else 0.0,
@@ -174,23 +180,19 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
 
 
 def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any],
-                  provenance: dict[str, Any]) -> None:
+                  provenance: dict[str, Any], result: RunRecord | None = None) -> dict[str, Any]:
+    """Write jobs.csv, summary.json, provenance.json and, given the run, its timeline files
+    (allocation.csv, capacity.csv, attempts.csv).  Returns the summary as written: with the
+    run, it gains a ``timeline`` key saying how the timeline files were bounded."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jobs_csv(out_dir / "jobs.csv", rows)
+    if result is not None:
+        about = write_timeline(out_dir, result.core, result.end_time)
+        timing = summary.get("timing")
+        summary = {k: v for k, v in summary.items() if k != "timing"} | {"timeline": about}
+        if timing is not None:
+            summary["timing"] = timing  # wall-clock numbers stay last
     write_summary(out_dir / "summary.json", summary)
     (out_dir / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n",
                                              encoding="utf-8")
-
-
-ATTEMPT_COLUMNS = ("job", "stage", "index", "machine", "start", "end", "outcome")
-
-
-def write_attempts_csv(path: Path, attempts: Sequence[Attempt], stage_names: dict[str, list[str]]
-                       ) -> None:
-    """Every task attempt: where and when it ran and how it ended (live runs; Gantt input)."""
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(ATTEMPT_COLUMNS)
-        for a in attempts:
-            w.writerow([a.task.job, stage_names[a.task.job][a.task.stage], a.task.index,
-                        a.machine, _r(a.start, 4), _r(a.end, 4), a.outcome])
+    return summary
