@@ -20,7 +20,7 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo --report
+	$(BIN)/utilon compare examples/facebook-mix.yaml --policies fifo,fair,fair-slots,edf-n,edf-p --out runs/demo --report
 
 test: $(TSTAMP)
 	$(BIN)/python -m pytest
@@ -28,6 +28,7 @@ test: $(TSTAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_traces.py --json benchmarks/results-traces.json
+	$(BIN)/python benchmarks/bench_cora.py --slots 10 --lp-max-n 1000 --out benchmarks/results-cora.json
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)
@@ -38,7 +39,7 @@ trace-examples: $(STAMP)
 replay-day: $(STAMP)
 	$(BIN)/utilon trace import swim ../shared/data/swim_facebook/FB-2010_samples_24_times_1hr_0.tsv \
 	  --name fb2010-day --out runs/traces/fb2010-day.yaml
-	$(BIN)/utilon compare runs/traces/fb2010-day.yaml --policies all --out runs/fb2010-day
+	$(BIN)/utilon compare runs/traces/fb2010-day.yaml --policies fifo,fair,fair-slots,edf-n,edf-p --out runs/fb2010-day
 
 # Ray overhead: utilon's RayBackend against the same short tasks submitted to Ray directly.
 bench-ray: $(TSTAMP)

@@ -32,6 +32,8 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("edf-n", "edf-n", {}),
     ("edf-p", "edf-p", {}),
     ("fair-slots", "fair-slots", {"k": 2}),
+    ("cora", "cora", {}),
+    ("rrh", "rrh", {}),
 )
 
 

@@ -125,7 +125,8 @@ def live_recorded(cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimat
 
 def stats_of(core: SchedulerCore) -> dict[str, int]:
     s = dataclasses.asdict(core.stats)
-    s.pop("decide_seconds")
+    s.pop("decide_seconds")  # measured wall-clock times differ between any two runs
+    s.pop("solver_seconds")
     return s
 
 
@@ -237,7 +238,7 @@ PARITY_SCENARIOS = ["small-mapreduce", "coincident", "generated", "generated-joi
 
 # ============================================================================== 1. parity
 def test_baselines_are_the_registered_policies() -> None:
-    assert sorted(policy_names()) == sorted(BASELINES)
+    assert set(BASELINES) <= set(policy_names())
 
 
 @pytest.mark.parametrize("estimates", ["online", "declared"])
@@ -675,7 +676,7 @@ def direct_word_count(job_dir: Path) -> collections.Counter[str]:
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "cora"])
 def test_local_backend_runs_real_jobs(policy: str, tmp_path: Path) -> None:
     w = load_workload(real_scenario(tmp_path / "real.yaml"))
     out = tmp_path / "run"

@@ -21,6 +21,8 @@ from rich.table import Table
 from utilon.cli.common import err, key_values, out
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
+from utilon.cli.reproduce import reproduce_app
+from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
 from utilon.errors import UtilonError
 from utilon.live import LiveProgress
@@ -45,6 +47,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(trace_app, name="trace")
+app.add_typer(reproduce_app, name="reproduce")
+app.add_typer(solve_app, name="solve")
 
 
 @app.callback()

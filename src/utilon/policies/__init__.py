@@ -1,6 +1,6 @@
 """Scheduling policies, registered by name.  Importing this package registers them all."""
 
-from utilon.policies import edf, fair, fifo  # noqa: F401  (registration side effect)
+from utilon.policies import edf, fair, fifo, rrh  # noqa: F401  (registration side effect)
 from utilon.policies.base import (
     Policy,
     make_policy,
@@ -9,6 +9,7 @@ from utilon.policies.base import (
     policy_parameters,
     register,
 )
+from utilon.policies.cora import policy as _cora  # noqa: F401
 
 __all__ = ["Policy", "make_policy", "policy_class", "policy_names", "policy_parameters",
            "register"]

@@ -129,6 +129,30 @@ def delta_cdf(runs: Sequence[RunData], title: str = "") -> Figure:
     return fig
 
 
+def ccdf_figure(series: Mapping[str, np.ndarray], *, xlabel: str, title: str = "") -> Figure:
+    """Complementary CDF, P(X ≥ x), of each named sample (paper reproductions)."""
+    fig = _figure(3.4)
+    ax = fig.add_subplot()
+    drawn = False
+    for i, (name, v) in enumerate(series.items()):
+        v = np.sort(np.asarray(v, dtype=float))
+        v = v[np.isfinite(v)]
+        if not len(v):
+            continue
+        drawn = True
+        ax.step(v, 1.0 - np.arange(len(v)) / len(v), where="post", color=color(i),
+                label=name)
+    if drawn:
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("fraction of events ≥ x")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=8)
+    else:
+        _no_data(ax, "no events")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
 # ------------------------------------------------------------------ utility
 def utility_figure(runs: Sequence[RunData]) -> Figure:
     """Utility per job (distribution per run), min and sum per run, and mean per class."""

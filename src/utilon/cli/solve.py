@@ -1,0 +1,51 @@
+"""``utilon solve <problem> INSTANCE.json``: one optimization problem, solved once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from utilon.cli.common import errors as _errors
+from utilon.cli.common import out
+
+solve_app = typer.Typer(help="Solve one instance of a scheduler's optimization problem.",
+                        no_args_is_help=True)
+
+
+@solve_app.command("cora")
+def cora(
+    instance: Annotated[Path | None, typer.Argument(
+        help="instance JSON (docs/solve-cora.md)", show_default=False)] = None,
+    solver: Annotated[str | None, typer.Option(
+        "--solver", help="cora (exact), cora-lp (the paper's FINAL LP) or milp (reference); "
+        "default: the instance's `solver`, else cora")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="write the JSON here")] = None,
+    schema: Annotated[bool, typer.Option("--schema", help="print the instance's JSON Schema "
+                                         "and exit")] = False,
+) -> None:
+    """CORA's slotted lexicographic max-min problem: completion slots, utilities, allocation."""
+    from utilon.policies.cora import oneshot
+
+    with _errors():
+        if schema:
+            out.print_json(json.dumps(oneshot.schema()))
+            return
+        if instance is None:
+            from utilon.errors import UtilonError
+
+            raise UtilonError("no instance given", where="INSTANCE",
+                              fix="utilon solve cora INSTANCE.json (or --schema)")
+        if solver is not None and solver not in oneshot.SOLVERS:
+            from utilon.errors import UnknownNameError
+
+            raise UnknownNameError("solver", solver, oneshot.SOLVERS, where="--solver")
+        result = oneshot.solve_file(instance, solver)
+        text = json.dumps(result, indent=1)
+        if out_file is not None:
+            out_file.write_text(text + "\n", encoding="utf-8")
+            out.print(f"wrote {out_file}")
+        else:
+            print(text)

@@ -1,0 +1,1248 @@
+"""Exact solver of CORA's intended objective: lexicographic max-min of U_i(T_i), without an LP.
+
+The problem (paper §II, eq. 1-5): choose integral x[i, r, t] with sum_i x[i, r, t] <= C[r, t]
+(eq. 3), sum_t x[i, r, t] = R[i, r] (eq. 4), optionally x[i, r, t] <= cap[i, r], so that the
+vector of utilities u[i, T_i] (T_i = last slot with a positive allocation, eq. 2) is
+lexicographically max-min: the smallest utility as large as possible, then the second
+smallest, and so on.
+
+1. From completion slots to deadlines
+-------------------------------------
+Give every job a *deadline* D_i and ask only that it finishes by D_i.  Because u[i, .] is
+non-increasing, finishing earlier never hurts, so the lexicographic optimum over allocations
+equals the lexicographic optimum of (u[i, D_i])_i over *feasible deadline vectors*, and any
+allocation meeting an optimal deadline vector is optimal.  In fact every job of such an
+allocation has utility exactly u[i, D_i]: its utilities are componentwise >= those of the
+deadlines, their sorted vector cannot be lexicographically larger than the optimum, so the
+two sorted vectors (and, by equal sums, the two vectors) coincide.  Utilities enter only
+through their order, so they are replaced by integer ranks (levels) once, up front; a row is
+first made monotone with a running minimum (the instance tolerates increases up to 1e-12).
+
+2. Feasibility of a deadline vector (one resource)
+--------------------------------------------------
+Resources are coupled only through T_i, so a deadline vector is feasible iff it is feasible
+for every resource on its own (jobs with zero demand for a resource take no part).  For one
+resource it is a transportation problem: source -> job i (R_i) -> slot t <= D_i (edge
+capacity p_i) -> sink (C_t), feasible iff the max flow saturates every job.  Let
+p_i = min(cap_i, R_i) (a cap >= the demand is no cap) and g_i(k) = max(0, R_i - p_i k): the
+part of job i that cannot be done in k slots of its window.
+
+*Lemma A (min cut).*  Feasible iff for every set Q of slots
+    sum_i g_i(|[0, D_i] minus Q|) <= sum_{t in Q} C_t.
+Proof: an s-t cut keeps a set S of jobs and a set Q of slots on the source side and costs
+sum_{i not in S} R_i + sum_{i in S} p_i |[0, D_i] minus Q| + C(Q); for a fixed Q the cheapest
+S keeps exactly the jobs with R_i > p_i |[0, D_i] minus Q|; max-flow = min-cut.  QED.
+The left side depends on Q only through the counts q_i = |Q ∩ [0, D_i]|, i.e. through the
+running count M_t = |Q ∩ [0, t]|, so the maximum violation over all 2^T sets is a dynamic
+program over slots with state M (O(N T + T^2), ``_dp_violation``).
+
+*Lemma B (prefix sets suffice when C_t is non-decreasing, e.g. constant).*  If t in Q and
+s < t is not, Q' = Q - t + s costs C_s - C_t <= 0 more and raises q_i for the jobs with
+s <= D_i < t, which can only raise their g_i; repeating the swap turns Q into a prefix
+[0, m).  So the test is the closed form
+    for m = 0..T:   sum_i max(0, R_i - p_i * max(0, D_i + 1 - m)) <= C_0 + ... + C_{m-1},
+"what a job cannot do in slots m..D_i at its cap must be done in the first m slots"
+(``_prefix_violation``, O(N T), vectorised).  Without caps (p_i = R_i) g_i(k) = R_i [k = 0],
+Q must contain the whole window, the cheapest such Q is a prefix whatever C is, and the test
+is the classic EDF condition: for every d, the demand due by d <= C_0 + ... + C_d (O(N + T)).
+``resource_feasible`` exposes the test; the tests compare it with a max flow.
+
+3. Progressive filling, and where it is exact
+---------------------------------------------
+The state is a deadline bound b_i per job (b_i = |T| - 1 at the start; the job is worth at
+least u[i, b_i]) and a set of fixed jobs (deadline final).  Progressive filling raises a
+common level l; every unfixed job follows D_i(l) = last slot with rank >= l, *saturated* at
+its top value u[i, 0] (a job that cannot rise further simply stays, fixed).  A round:
+
+a) *Level.*  The largest l* such that every unfixed job at min(b_i, D_i(l*)) is feasible.
+   Without caps it is computed directly: job i enters prefix constraint d exactly when l
+   passes u[i, d+1], so with the jobs sorted by u[., d+1] (once per solve) the first
+   prefix of the sorted list whose demand exceeds the slack of d is the largest level d
+   allows; l* is the minimum over d and resources (``_lambda_level``, O(R N T)).  With caps
+   it is a galloping-then-binary search over the ranks, each test O(N) (Lemma B evaluated
+   with ramps, ``_prefix_need``) for the jobs that move plus a share of the others computed
+   once per round.
+b) Every unfixed job gets b_i = min(b_i, D_i(l*)); saturated jobs are fixed; *candidates*
+   are the jobs now valued exactly l*.  Every lexicographic optimum (of the current state)
+   has all unfixed jobs >= l*, so this tightening loses nothing.
+c) *Blocked jobs are fixed.*  A job whose next improvement (deadline E_i = last slot worth
+   more than its current value) is infeasible even with every other job at its loosest
+   bound can never improve in any optimum.  This is tested for *all* unfixed jobs at once
+   (range minima of the prefix slacks without caps; Lemma B with caps and non-decreasing
+   capacity), which fixes now every job that a level-by-level filling would fix later.
+d) If the remaining candidates can all improve together, the next round rises above l*.
+   l* is limited by a constraint overflowing at the next level, i.e. by the joint move of
+   the candidates crossing it, so every round fixes a job unless it is *stuck*: each
+   candidate can improve alone, not all together (section 4).
+
+If no round is ever stuck the result *is* the lexicographic optimum: the minimum of every
+optimum is l* (a higher level is infeasible, l* is a utility value), the fixed jobs cannot
+exceed their value in any optimum, and the others exceed l* simultaneously.  With distinct
+utility values no round can be stuck (a lone candidate that could improve would make the
+next level feasible), so for generic real-valued utilities the solver stays polynomial.
+
+*Fast path without caps: one pass, last prefix first* (``top_down``).  Take rows that are
+strictly decreasing below their top run (sigmoids are): every improvement then moves a job by
+one slot, from D to D - 1, crossing the single prefix constraint D - 1, at the level u[i, D].
+With the jobs ordered by level, this is a greedy: a job crosses iff its demand fits in what
+the earlier crossers left of that prefix's slack, else it is blocked for good (slacks only
+shrink).  Whether job i crosses prefix d depends only on the slack of d and on the jobs that
+attempt d before it (smaller u[., d+1]); the jobs that attempt d are those that crossed d+1;
+and nothing done at prefixes below d changes the slack of d (a job crossing them already
+counts there).  So the prefixes can be decided one after the other from d = |T| - 2 down to
+0, each by a first fit in key order: O(N log N) per prefix, one pass for the whole
+progressive filling, regardless of how many bottlenecks there are.  Jobs with equal keys at a
+prefix are candidates of one level and are decided as a group (those that do not fit alone
+are blocked; the rest cross together or the round is stuck).  The pass hands over to the
+rounds above, in a valid intermediate state, when a row is flat below its top (a move would
+cross several prefixes at once) or a group is stuck; it is tried again after every stuck
+round.  Short lists are scanned in plain Python (numpy's per-call cost dominates there).
+
+4. Stuck rounds: why a search is unavoidable, and the branch and bound
+----------------------------------------------------------------------
+Progressive filling (fix those that cannot improve individually) is exact for convex
+problems but not here: two jobs of demand 1 with u = [1, 0], one unit of capacity per slot.
+Each can finish in slot 0 on its own, not both; the optimum is (0, 1) and someone has to be
+chosen.  The intended objective is NP-hard in general, so no polynomial exact algorithm is
+to be expected:
+* two resources: jobs with u = [1, 0] and demands (M + x_i, M - x_i), slot-0 capacities
+  (nM + S, nM - S), ample slot 1.  n jobs fit in slot 0 iff n of the x_i sum to exactly S
+  (equal-cardinality partition), and the optimum maximises the number of jobs in slot 0.
+* one resource, no caps, unit capacity: u_i = 2 up to a due date, 1 up to a deadline, 0
+  after, encodes 1 | T_max <= l, sum U_j <= k |, strongly NP-complete (Heeger, Hermelin,
+  Pinedo, Shabtay, "Minimizing the number of tardy jobs and maximal tardiness on a single
+  machine is NP-hard", 2024) with |T| = total processing time, polynomial in unary.
+
+So a stuck round branches.  In every optimum of the state, each candidate is either exactly
+at l* or improved, and the number improved is as large as possible (it is the count of jobs
+at l* that the lexicographic order minimises first).  The search:
+* finds the largest feasible number m* of simultaneously improved candidates by depth-first
+  search with a monotone feasibility test and an upper bound (for every prefix and resource,
+  the candidates not crossing it plus the most crossing ones that fit in its slack, smallest
+  demands first: a relaxation without caps);
+* reduces symmetry: candidates with identical utility rows, bounds and next deadlines are
+  ordered by *dominance* (a before b if for every resource the drops g_a(k) - g_a(k+1) are
+  <= those of b for all k, e.g. the same cap and a smaller demand; swapping their deadlines
+  never breaks Lemma A's inequalities and leaves the utility multiset unchanged), so only
+  "the first k of each chain" are enumerated;
+* solves the state of every maximum choice recursively and keeps the lexicographically best.
+``node_limit`` caps the number of feasibility tests of the search; when it is reached the
+best solution found so far is returned and ``info["optimal"]`` is False (default: no limit,
+exact).  Ties between real-valued utilities are what trigger the search: step ("deadline")
+utilities, constant utilities of equal value, or jobs with identical sigmoid parameters.
+
+5. The allocation
+-----------------
+Any allocation meeting the final deadlines is optimal (section 1); the one returned is chosen
+for a scheduler that applies only slot 0 and re-solves at every event.  Rule, per resource:
+*every slot, in order, is filled in EDF order (earliest final deadline first, ties by lower
+job index), each job taking as much as it can (its remaining demand, its cap, the capacity
+left) while the remaining deadlines stay feasible.*  Every slot is therefore
+work-conserving: it is full unless every job already gets all it can use there (if slot s
+had room and job i could take one more unit, moving one of its later units to s would keep
+the schedule feasible, so the greedy would have taken it).
+* Without caps this is plain EDF filled from the front (always feasible), in closed form from
+  cumulative demands and capacities (O(N T)).
+* With caps and non-decreasing later capacities (``_fill_slot_prefix``): with
+  need_j(m) = what job j must do in this slot and the next m ones, the remaining deadlines
+  stay feasible after amounts a_j iff sum_j max(a_j, need_j(m)) <= C_s + C(next m) for all
+  m (Lemma B on the remaining slots, this slot in Q; the case "slot not in Q" only gets
+  easier as a_j grows and holds at the largest amount once some amount is feasible).  Each
+  job's largest amount is then a closed form, O(T) per job.
+* With caps and arbitrary capacities the same greedy uses Lemma A's DP, each maximum found
+  by bisection (``_fill_slot_general``).
+
+6. Complexity (N jobs, T slots, R resources, L distinct utility values)
+----------------------------------------------------------------------
+Set-up O(N T log(N T)) (ranks).  Without caps and without ties: one top-down pass,
+O(T N log N) (plus O(R N T) for the allocation).  Rounds (flat rows, ties): O(R N T) each;
+each fixes at least one job and usually many.  With caps and non-decreasing capacity:
+O(N log L) per round plus O(N T) for the blocked test; with arbitrary capacity blocked jobs
+are tested one by one with the DP, O(N (N T + T^2)) per round.  Stuck rounds add the search
+of section 4, exponential in the worst case (the problem is NP-hard), usually small.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from itertools import pairwise
+from typing import cast
+
+import numpy as np
+
+from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
+
+__all__ = ["deadlines_feasible", "resource_feasible", "slots_needed", "solve_exact"]
+
+_INF = float("inf")
+
+
+# --------------------------------------------------------------------------------------------
+# One resource: violation of Lemma A, its DP and its closed form
+# --------------------------------------------------------------------------------------------
+
+def _prefix_need(dem: np.ndarray, p: np.ndarray, dl: np.ndarray, t: int) -> np.ndarray:
+    """need[m] = sum_i g_i(|[m, D_i]|) for m = 0..t, in O(N + t) (no N x T matrix).
+
+    As m grows, job i's term max(0, R_i - p_i |[m, D_i]|) is 0, then jumps to the remainder
+    r_i = R_i - p_i X_i (X_i = ceil(R_i / p_i) - 1 slots after m still leave some work), then
+    grows by p_i per slot until m = D_i + 1, then stays R_i: a ramp, summed with first and
+    second differences.  ``dl`` may hold -1 (empty window: R_i for every m).
+    """
+    x = np.ceil(dem / p) - 1.0
+    rest = dem - p * x
+    m0 = dl + 1 - x  # the slot where the ramp starts
+    early = m0 <= 0
+    need0 = float((dem[early] - p[early] * (dl[early] + 1)).sum())  # ramps already running
+    jump = np.bincount(m0[~early].astype(np.int64), weights=rest[~early], minlength=t + 2)
+    lo = np.maximum(m0, 0).astype(np.int64) + 1
+    hi = (dl + 1).astype(np.int64)
+    run = lo <= hi
+    slope = (np.bincount(lo[run], weights=p[run], minlength=t + 2)
+             - np.bincount(hi[run] + 1, weights=p[run], minlength=t + 2))
+    step = jump[: t + 1] + np.cumsum(slope)[: t + 1]
+    step[0] = 0.0
+    return need0 + np.cumsum(step)
+
+
+def _prefix_violation(dem: np.ndarray, p: np.ndarray, dl: np.ndarray, cum: np.ndarray) -> float:
+    """max over prefix sets [0, m) of sum_i g_i(|[m, D_i]|) - C([0, m)) (Lemma B).
+
+    ``dl`` may hold -1 (empty window: the whole demand counts for every m).  ``cum`` is the
+    cumulative capacity C_0 + ... + C_t.
+    """
+    t = cum.shape[0]
+    need = _prefix_need(dem, p, dl, t)
+    return float((need - np.concatenate(([0.0], cum))).max())
+
+
+def _dp_violation(dem: np.ndarray, p: np.ndarray, dl: np.ndarray, cap_t: np.ndarray) -> float:
+    """max over all slot sets Q of sum_i g_i(|[0, D_i] minus Q|) - C(Q), by DP on |Q ∩ [0, t]|."""
+    t_n = cap_t.shape[0]
+    empty = dl < 0
+    const = float(dem[empty].sum())
+    dem, p, dl = dem[~empty], p[~empty], dl[~empty]
+    best = np.full(t_n + 2, -_INF)
+    best[0] = 0.0
+    if dl.size:
+        ms = np.arange(t_n + 1)
+        g = np.maximum(0.0, dem[:, None] - p[:, None] * (dl[:, None] + 1 - ms[None, :]))
+        g[ms[None, :] > dl[:, None] + 1] = 0.0  # unreachable counts; keep them out of the sum
+        idx = (dl[:, None] * (t_n + 1) + ms[None, :]).ravel()
+        h = np.bincount(idx, weights=g.ravel(), minlength=t_n * (t_n + 1)).reshape(t_n, t_n + 1)
+    else:
+        h = np.zeros((t_n, t_n + 1))
+    for t in range(t_n):
+        take = best[:-1] - cap_t[t]
+        best[1:] = np.maximum(best[1:], take)
+        best[: t_n + 1] += h[t]
+    return float(best.max()) + const
+
+
+def _violation(dem: np.ndarray, p: np.ndarray, dl: np.ndarray, cap_t: np.ndarray,
+               monotone: bool) -> float:
+    if cap_t.shape[0] == 0:
+        return float(dem.sum())
+    if monotone:
+        return _prefix_violation(dem, p, dl, np.cumsum(cap_t, dtype=np.float64))
+    return _dp_violation(dem, p, dl, cap_t)
+
+
+def resource_feasible(capacity: np.ndarray, demand: np.ndarray, cap: np.ndarray | None,
+                      deadlines: np.ndarray) -> bool:
+    """Can every job i get ``demand[i]`` units in slots 0..deadlines[i] (at most ``cap[i]`` per
+    slot, at most ``capacity[t]`` in total per slot)?  One resource; Lemma A / B of the module
+    docstring, no max flow."""
+    cap_t = np.asarray(capacity, dtype=np.float64)
+    dem = np.asarray(demand, dtype=np.float64)
+    dl = np.asarray(deadlines, dtype=np.int64)
+    act = dem > 0
+    dem, dl = dem[act], dl[act]
+    if dem.size == 0:
+        return True
+    if (dl < 0).any() or (dl >= cap_t.shape[0]).any():
+        return False
+    p = dem if cap is None else np.minimum(np.asarray(cap, dtype=np.float64)[act], dem)
+    if (p >= dem).all():
+        load = np.bincount(dl, weights=dem, minlength=cap_t.shape[0])
+        return bool((np.cumsum(load) <= np.cumsum(cap_t)).all())
+    monotone = bool((np.diff(cap_t) >= 0).all())
+    return _violation(dem, p, dl, cap_t, monotone) <= 0
+
+
+class _Resource:
+    """One resource restricted to the jobs that demand it (``jobs``: their global indices)."""
+
+    def __init__(self, cap_t: np.ndarray, dem: np.ndarray, p: np.ndarray) -> None:
+        self.cap_t = cap_t.astype(np.float64)
+        self.cum = np.cumsum(self.cap_t)
+        self.t_n = cap_t.shape[0]
+        self.jobs = np.flatnonzero(dem > 0)
+        self.dem_all = dem.astype(np.float64)  # zero for jobs that do not take part
+        self.dem = self.dem_all[self.jobs]
+        self.p_all = p.astype(np.float64)
+        self.p = self.p_all[self.jobs]
+        self.capped = bool((self.p < self.dem).any())
+        self.monotone = bool((np.diff(self.cap_t) >= 0).all())
+
+    def slack(self, dl: np.ndarray) -> np.ndarray:
+        """Cumulative capacity minus the demand due by each slot (EDF prefix slack)."""
+        load = np.bincount(dl[self.jobs], weights=self.dem, minlength=self.t_n)
+        return self.cum - np.cumsum(load)
+
+    def feasible(self, dl: np.ndarray) -> bool:
+        d = dl[self.jobs]
+        if d.size == 0:
+            return True
+        if d.min() < 0:
+            return False
+        if not self.capped:
+            return bool(self.slack(dl).min() >= 0)
+        return _violation(self.dem, self.p, d, self.cap_t, self.monotone) <= 0
+
+    def checker(self, dl: np.ndarray, moving: np.ndarray) -> Callable[[np.ndarray], bool]:
+        """A feasibility test for many trials that change only the deadlines of ``moving``
+        (jobs not in it keep ``dl``): their share is computed once."""
+        part = np.zeros(self.dem_all.shape[0], dtype=bool)
+        part[self.jobs] = True
+        mov = moving[part[moving]]
+        still = np.ones(self.dem_all.shape[0], dtype=bool)
+        still[mov] = False
+        still &= part
+        dem_m = self.dem_all[mov]
+        t_n = self.t_n
+        if not self.capped:
+            base = np.bincount(dl[still], weights=self.dem_all[still], minlength=t_n)
+
+            def check_load(trial: np.ndarray) -> bool:
+                d = trial[mov]
+                if d.size and d.min() < 0:
+                    return False
+                load = base + np.bincount(d, weights=dem_m, minlength=t_n)
+                return bool((np.cumsum(load) <= self.cum).all())
+
+            return check_load
+        if not self.monotone:
+            return self.feasible
+        pos = np.flatnonzero(still[self.jobs])
+        need = _prefix_need(self.dem[pos], self.p[pos], dl[self.jobs[pos]], t_n)
+        room = np.concatenate(([0.0], self.cum)) - need
+        p_m = np.minimum(self.p_all[mov], dem_m)
+
+        def check_need(trial: np.ndarray) -> bool:
+            d = trial[mov]
+            if d.size and d.min() < 0:
+                return False
+            return bool((_prefix_need(dem_m, p_m, d, t_n) <= room).all())
+
+        return check_need
+
+    @property
+    def vector_moves(self) -> bool:
+        return (not self.capped) or self.monotone
+
+    def movable(self, dl: np.ndarray, idx: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+        """For each job idx[j]: is ``dl`` with dl[idx[j]] = tgt[j] (< dl[idx[j]], >= 0) feasible?
+        ``dl`` itself must be feasible."""
+        dem = self.dem_all[idx]
+        ok = np.ones(idx.shape[0], dtype=bool)
+        part = dem > 0
+        if not part.any():
+            return ok
+        if not self.capped:
+            s = self.slack(dl)
+            t_n = self.t_n
+            # range minimum of the slack over [tgt, dl - 1], from a T x T table
+            tri = np.where(np.arange(t_n)[None, :] >= np.arange(t_n)[:, None], s[None, :], _INF)
+            rmin = np.minimum.accumulate(tri, axis=1)
+            lo, hi = tgt[part], dl[idx[part]] - 1
+            ok[part] = dem[part] <= rmin[lo, hi]
+            return ok
+        if self.monotone:
+            ms = np.arange(self.t_n + 1)
+            base = _prefix_need(self.dem, self.p, dl[self.jobs], self.t_n)
+            room = np.concatenate(([0.0], self.cum)) - base
+            pos = np.searchsorted(self.jobs, idx[part])
+            dm, pm = self.dem[pos], self.p[pos]
+            k_old = np.maximum(0, dl[idx[part]][:, None] + 1 - ms[None, :])
+            k_new = np.maximum(0, tgt[part][:, None] + 1 - ms[None, :])
+            extra = (np.maximum(0.0, dm[:, None] - pm[:, None] * k_new)
+                     - np.maximum(0.0, dm[:, None] - pm[:, None] * k_old))
+            ok[part] = (extra <= room[None, :]).all(axis=1)
+            return ok
+        sub = np.flatnonzero(part)
+        trial = dl.copy()
+        for j in sub:
+            i = idx[j]
+            old = trial[i]
+            trial[i] = tgt[j]
+            ok[j] = self.feasible(trial)
+            trial[i] = old
+        return ok
+
+    def relax_bound(self, dl: np.ndarray, cand: np.ndarray, tgt: np.ndarray) -> int:
+        """Upper bound on how many of ``cand`` can move to ``tgt`` together (caps relaxed):
+        per prefix d, those not crossing d plus the most crossing ones that fit its slack."""
+        s = self.slack(dl)
+        dem = self.dem_all[cand]
+        order = np.argsort(dem, kind="stable")
+        dem, lo, hi = dem[order], tgt[order], dl[cand][order]
+        ds = np.arange(self.t_n)
+        cross = (lo[:, None] <= ds[None, :]) & (ds[None, :] < hi[:, None]) & (dem[:, None] > 0)
+        cs = np.cumsum(np.where(cross, dem[:, None], 0.0), axis=0)
+        fit = ((cs <= s[None, :]) & cross).sum(axis=0)
+        return int((cand.shape[0] - cross.sum(axis=0) + fit).min())
+
+
+# --------------------------------------------------------------------------------------------
+# The solver
+# --------------------------------------------------------------------------------------------
+
+class _Solver:
+    def __init__(self, inst: CoraInstance, node_limit: int | None) -> None:
+        self.inst = inst
+        self.n, self.t_n, self.r_n = inst.jobs, inst.slots, inst.resources
+        u = np.minimum.accumulate(inst.utility, axis=1)  # monotone despite 1e-12 noise
+        self.levels, inv = np.unique(u, return_inverse=True)
+        self.rank = inv.reshape(u.shape).astype(np.int64)
+        self.top = self.rank[:, 0].copy()  # each job's best possible level
+        # the last slot of each job's top run: at or before it a job is saturated
+        self.tau = (self.rank == self.top[:, None]).sum(axis=1) - 1
+        # does some row stay flat across a slot below its top run (a move across several
+        # prefixes at once)?  Strictly decreasing rows (e.g. sigmoids) never do.
+        flat = (self.rank[:, 1:] == self.rank[:, :-1]) & (self.rank[:, 1:] < self.top[:, None])
+        self.has_flat = bool(flat.any())
+        self.max_level = int(self.levels.shape[0]) - 1
+        dem = inst.demand
+        p = dem if inst.cap is None else np.minimum(inst.cap, dem)
+        self.res = [_Resource(inst.capacity[r], dem[:, r], p[:, r]) for r in range(self.r_n)]
+        self.uncapped = not any(res.capped for res in self.res)
+        self.vector_moves = all(res.vector_moves for res in self.res)
+        self.node_limit = node_limit
+        self.nodes = 0
+        self.rounds = 0
+        self.branchings = 0
+        self.exhausted = False
+        self.dem_sum = dem.sum(axis=1)
+        self.dem_mat = dem.astype(np.float64)
+        self.dem1 = self.dem_mat[:, 0].copy()
+        # per column d, the jobs sorted by rank[:, d + 1] (computed once), and a compressed
+        # copy restricted to the rows in ``_rows`` (a superset of the unfixed jobs)
+        self._full_order: np.ndarray | None = None
+        self._order = np.zeros((0, 0), dtype=np.int64)
+        self._keys = np.zeros((0, 0), dtype=np.int64)
+        self._rows = np.zeros(self.n, dtype=bool)
+        self._flat: np.ndarray | None = None
+
+    # -- feasibility --------------------------------------------------------------------------
+    def feasible(self, dl: np.ndarray) -> bool:
+        return all(res.feasible(dl) for res in self.res)
+
+    def movable(self, dl: np.ndarray, idx: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+        ok = tgt >= 0
+        for res in self.res:
+            if ok.any():
+                sel = np.flatnonzero(ok)
+                ok[sel] = res.movable(dl, idx[sel], tgt[sel])
+        return ok
+
+    def tick(self) -> None:
+        """Count a search node; past the budget the search only completes greedily."""
+        self.nodes += 1
+        if self.node_limit is not None and self.nodes > self.node_limit:
+            self.exhausted = True
+
+    # -- levels -------------------------------------------------------------------------------
+    def _count_at_least(self, idx: np.ndarray, lev: np.ndarray) -> np.ndarray:
+        """Number of slots t with rank[i, t] >= lev_i, for the jobs ``idx``: one binary search
+        in the rows laid end to end (-rank is sorted within a row, rows are offset apart)."""
+        if self._flat is None:
+            stride = self.max_level + 2
+            self._flat = ((-self.rank) + (np.arange(self.n) * stride)[:, None]).ravel()
+        stride = self.max_level + 2
+        pos = np.searchsorted(self._flat, idx * stride - lev, side="right")
+        return pos - idx * self.t_n
+
+    def level_deadline(self, idx: np.ndarray, level: int) -> np.ndarray:
+        """D_i(level): the last slot at which job i is still worth >= level, saturated at the
+        job's top value (a job cannot rise above u[i, 0]; it simply stays there)."""
+        return self._count_at_least(idx, np.minimum(level, self.top[idx])) - 1
+
+    def next_deadline(self, idx: np.ndarray, dl: np.ndarray) -> np.ndarray:
+        """E_i: the last slot worth strictly more than slot dl_i (-1 if none)."""
+        return self._count_at_least(idx, self.rank[idx, dl[idx]] + 1) - 1
+
+    def _lambda_level(self, dl: np.ndarray, unf: np.ndarray) -> int:
+        """The largest feasible common level without caps (section 3a)."""
+        best = self.max_level
+        t_n = self.t_n
+        if t_n < 2:
+            return best
+        if (self._full_order is None or not self._rows[unf].all()
+                or self._order.shape[0] > 2 * unf.shape[0] + 64):
+            # keep only the unfixed rows, column by column (sibling branches of the search
+            # may need rows that a previous branch dropped: then start from the full order)
+            if self._full_order is None:
+                self._full_order = np.argsort(self.rank[:, 1:], axis=0, kind="stable")
+            base = self._order if self._rows[unf].all() else self._full_order
+            keep = np.zeros(self.n, dtype=bool)
+            keep[unf] = True
+            cols = base.T
+            self._order = cols[keep[cols]].reshape(t_n - 1, -1).T
+            self._keys = np.take_along_axis(self.rank[:, 1:], self._order, axis=0)
+            self._rows = keep
+        order = self._order
+        unfixed = np.zeros(self.n, dtype=bool)
+        unfixed[unf] = True
+        ds = np.arange(t_n - 1)
+        # a job enters prefix d when the level passes rank[i, d+1], unless that is already its
+        # top value (saturated jobs never move again)
+        elig = unfixed[order] & (dl[order] > ds[None, :]) & (self._keys < self.top[order])
+        for res in self.res:
+            w = np.where(elig, res.dem_all[order], 0.0)
+            cs = np.cumsum(w, axis=0)
+            over = cs > res.slack(dl)[None, : t_n - 1]
+            has = over.any(axis=0)
+            if has.any():
+                first = over.argmax(axis=0)
+                keys = self._keys[first, ds]
+                best = min(best, int(keys[has].min()))
+        return best
+
+    def _search_level(self, dl: np.ndarray, unf: np.ndarray, hi: int) -> int:
+        """The largest feasible common level in [current, hi]: galloping, then bisection
+        (consecutive rounds usually stop a few dozen ranks apart)."""
+        lo = int(self.rank[unf, dl[unf]].min())  # the current state is feasible
+        checks = [res.checker(dl, unf) for res in self.res]
+        trial = dl.copy()
+        cur = dl[unf]
+
+        def ok(level: int) -> bool:
+            trial[unf] = np.minimum(cur, self.level_deadline(unf, level))
+            return all(check(trial) for check in checks)
+
+        step = 8
+        while lo < hi:
+            probe = min(hi, lo + step)
+            if not ok(probe):
+                hi = probe - 1
+                break
+            lo = probe
+            step *= 4
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def level(self, dl: np.ndarray, unf: np.ndarray) -> int:
+        if self.uncapped:
+            return self._lambda_level(dl, unf)
+        return self._search_level(dl, unf, self.max_level)
+
+    # -- progressive filling --------------------------------------------------------------------
+    def top_down(self, dl: np.ndarray, fixed: np.ndarray) -> bool:
+        """Progressive filling prefix by prefix, last prefix first (section 3, fast path
+        without caps).  Returns False where it cannot decide (a move across several prefixes
+        at once, or a stuck tie), leaving a valid intermediate state for the round loop."""
+        t_n = self.t_n
+        # the slack of prefix d only counts jobs due by d; jobs crossing the prefixes above d
+        # stop at d + 1 until they cross d, so each slack is read once, before any crossing
+        slack0 = np.stack([res.slack(dl) for res in self.res], axis=1)  # (T, R)
+        slack1 = slack0[:, 0].tolist()
+        unf = np.flatnonzero(~fixed)
+        sat0 = self.tau[unf] >= dl[unf]
+        if sat0.any():  # already at their top value: they never move
+            fixed[unf[sat0]] = True
+            unf = unf[~sat0]
+        # a job standing at d + 1 is saturated iff its top run ends there (it would have
+        # been fixed higher up otherwise): only look when some job's run ends at d + 1
+        tau_cnt = np.bincount(self.tau[unf], minlength=t_n + 1).tolist()
+        start = dl[unf]
+        by_start = np.argsort(start, kind="stable")
+        bounds = np.searchsorted(start[by_start], np.arange(t_n + 1))
+        arr = np.zeros(0, dtype=np.int64)
+        one = self.r_n == 1
+        dem1 = self.dem1
+        # a job's deadline only needs writing when it stops: blocked at d means due at d + 1
+        for d in range(t_n - 2, -1, -1):
+            # who stands at d + 1: the jobs that crossed d + 1, and those that started there
+            lo, hi = bounds[d + 1], bounds[d + 2]
+            if hi > lo:
+                arr = np.concatenate((arr, unf[by_start[lo:hi]]))
+            if arr.size == 0:
+                continue
+            if tau_cnt[d + 1]:
+                sat = self.tau[arr] > d
+                if sat.any():  # at their top value: they never move again
+                    stop = arr[sat]
+                    fixed[stop] = True
+                    dl[stop] = d + 1
+                    arr = arr[~sat]
+                    if arr.size == 0:
+                        continue
+            if self.has_flat and (self.rank[arr, d] == self.rank[arr, d + 1]).any():
+                dl[arr] = d + 1
+                return False  # a move across several prefixes at once: not decomposable
+            if one:
+                if float(dem1[arr].sum()) <= slack1[d]:
+                    continue  # everyone fits: the order does not matter
+            elif (self.dem_mat[arr].sum(axis=0) <= slack0[d]).all():
+                continue
+            key = self.rank[arr, d + 1]
+            srt = np.lexsort((arr, key))
+            arr, key = arr[srt], key[srt]
+            if arr.size <= 128:
+                res = self._scan_small(arr, key, slack0[d])
+            else:
+                res = self._scan_large(arr, key, slack0[d])
+            if res is None:
+                dl[arr] = d + 1
+                return False  # a stuck tie: the round loop branches on it
+            acc, blk = res
+            if blk.size:
+                fixed[blk] = True
+                dl[blk] = d + 1
+            arr = acc
+        fixed[arr] = True  # they crossed prefix 0: due in slot 0, at their top value
+        dl[arr] = 0
+        return True
+
+    def _scan_small(self, arr: np.ndarray, key: np.ndarray,
+                    slack: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``_first_fit`` on numpy input (plain Python is faster than numpy on short lists)."""
+        if self.r_n == 1:
+            need = self.dem1[arr]
+            cs = np.cumsum(need)
+            # the longest prefix that fits as a whole crosses at once (backed off to the
+            # start of a group of equal keys); the rest goes through the loop
+            i = int(np.searchsorted(cs, float(slack[0]), side="right"))
+            while 0 < i < key.shape[0] and key[i - 1] == key[i]:
+                i -= 1
+            left = float(slack[0]) - (float(cs[i - 1]) if i else 0.0)
+            out = _first_fit1(arr[i:].tolist(), key[i:].tolist(), need[i:].tolist(), left)
+            if out is not None:
+                out = (arr[:i].tolist() + out[0], out[1])
+        else:
+            out = _first_fit(arr.tolist(), key.tolist(), self.dem_mat[arr].tolist(),
+                             slack.tolist())
+        if out is None:
+            return None
+        return np.asarray(out[0], dtype=np.int64), np.asarray(out[1], dtype=np.int64)
+
+    def top_down_small(self, dl: np.ndarray, fixed: np.ndarray) -> bool:
+        """``top_down`` in plain Python, for few jobs (numpy's per-call cost dominates)."""
+        t_n = self.t_n
+        rank = cast(list[list[int]], self.rank.tolist())
+        tau = cast(list[int], self.tau.tolist())
+        one = self.r_n == 1
+        dem1 = cast(list[float], self.dem1.tolist())
+        dems = cast(list[list[float]], self.dem_mat.tolist())
+        slacks = cast(list[list[float]],
+                      np.stack([res.slack(dl) for res in self.res], axis=1).tolist())  # (T, R)
+        dls = cast(list[int], dl.tolist())
+        fix = cast(list[bool], fixed.tolist())
+        buckets: list[list[int]] = [[] for _ in range(t_n + 1)]
+        for i in range(self.n):
+            if fix[i]:
+                continue
+            if tau[i] >= dls[i]:
+                fix[i] = True  # already at the top value
+            else:
+                buckets[dls[i]].append(i)
+        arr: list[int] = []
+        ok = True
+        for d in range(t_n - 2, -1, -1):
+            arr.extend(buckets[d + 1])
+            if not arr:
+                continue
+            if any(tau[i] > d for i in arr):
+                for i in arr:
+                    if tau[i] > d:
+                        fix[i], dls[i] = True, d + 1
+                arr = [i for i in arr if tau[i] <= d]
+                if not arr:
+                    continue
+            if self.has_flat and any(rank[i][d] == rank[i][d + 1] for i in arr):
+                ok = False
+                break
+            if one:
+                if sum(dem1[i] for i in arr) <= slacks[d][0]:
+                    continue
+            elif all(sum(dems[i][r] for i in arr) <= slacks[d][r] for r in range(self.r_n)):
+                continue
+            col = [row[d + 1] for row in rank]
+            arr.sort(key=lambda i: (col[i], i))
+            keys = [col[i] for i in arr]
+            out = (_first_fit1(arr, keys, [dem1[i] for i in arr], slacks[d][0]) if one
+                   else _first_fit(arr, keys, [dems[i] for i in arr], slacks[d]))
+            if out is None:
+                ok = False
+                break
+            for i in out[1]:
+                fix[i], dls[i] = True, d + 1
+            arr = out[0]
+        if ok:
+            for i in arr:
+                fix[i], dls[i] = True, 0
+        else:
+            for i in arr:
+                dls[i] = d + 1
+        dl[:] = dls
+        fixed[:] = fix
+        return ok
+
+    def _scan_large(self, arr: np.ndarray, key: np.ndarray,
+                    slack: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The same first fit, vectorised: one cumulative sum per overflow."""
+        need = self.dem_mat[arr]
+        acc: list[np.ndarray] = []
+        blk: list[np.ndarray] = []
+        pos = 0
+        while pos < arr.shape[0]:
+            cs = np.cumsum(need[pos:], axis=0)
+            over = (cs > slack[None, :]).any(axis=1)
+            if not over.any():
+                acc.append(arr[pos:])
+                break
+            m = pos + int(over.argmax())
+            # never split a group of equal keys: they are candidates of the same level
+            a = pos + int(np.searchsorted(key[pos:], key[m], side="left"))
+            c = pos + int(np.searchsorted(key[pos:], key[m], side="right"))
+            if a > pos:
+                acc.append(arr[pos:a])
+                slack = slack - need[pos:a].sum(axis=0)
+            alone = (need[a:c] <= slack[None, :]).all(axis=1)
+            blk.append(arr[a:c][~alone])  # cannot cross even alone: bottlenecks
+            if alone.any():
+                tot = need[a:c][alone].sum(axis=0)
+                if (tot > slack).any():
+                    return None
+                acc.append(arr[a:c][alone])
+                slack = slack - tot
+            # whoever does not fit now never will (the slack only shrinks)
+            fits = (need[c:] <= slack[None, :]).all(axis=1)
+            blk.append(arr[c:][~fits])
+            arr, key, need = arr[c:][fits], key[c:][fits], need[c:][fits]
+            pos = 0
+        empty = np.zeros(0, dtype=np.int64)
+        return (np.concatenate(acc) if acc else empty, np.concatenate(blk) if blk else empty)
+
+    def fill(self, dl: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Complete a feasible state (deadline bounds ``dl``, ``fixed`` jobs, both updated in
+        place) to the lexicographically best all-fixed state."""
+        while True:
+            if self.uncapped:
+                done = (self.top_down_small(dl, fixed) if self.n <= 48
+                        else self.top_down(dl, fixed))
+                self.rounds += 1
+                if done:
+                    return dl, fixed
+            stuck = self.rounds_until_stuck(dl, fixed)
+            if stuck is None:
+                return dl, fixed
+            choices = self.stuck_choices(dl, cand=stuck[0], nxt=stuck[1])
+            if len(choices) == 1:  # no real choice: continue in place (no recursion)
+                self.apply(choices[0], dl, fixed, stuck[0], stuck[1])
+                continue
+            return self.explore(dl, fixed, choices, stuck[0], stuck[1])
+
+    def rounds_until_stuck(self, dl: np.ndarray,
+                           fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rounds of section 3 until all jobs are fixed (None) or a round is stuck: then the
+        candidates that could each improve alone, and their next deadlines."""
+        while True:
+            unf = np.flatnonzero(~fixed)
+            if unf.size == 0:
+                return None
+            self.rounds += 1
+            lev = self.level(dl, unf)
+            dl[unf] = np.minimum(dl[unf], self.level_deadline(unf, lev))
+            val = self.rank[unf, dl[unf]]
+            at_top = val == self.top[unf]  # saturated: fixed at their best value
+            fixed[unf[at_top]] = True
+            unf, val = unf[~at_top], val[~at_top]
+            if unf.size == 0:
+                continue
+            cand_mask = val == lev
+            # cheap per-job move tests: test everyone (fixes future bottlenecks now)
+            test = unf if self.vector_moves else unf[cand_mask]
+            nxt = self.next_deadline(test, dl)
+            blocked = ~self.movable(dl, test, nxt)
+            fixed[test[blocked]] = True
+            is_cand = np.zeros(self.n, dtype=bool)
+            is_cand[unf[cand_mask]] = True
+            free = test[~blocked]
+            cand = free[is_cand[free]]
+            if cand.size == 0:
+                if not blocked.any() and not at_top.any():
+                    raise RuntimeError("progressive filling made no progress")  # pragma: no cover
+                continue
+            cand_next = nxt[~blocked][is_cand[free]]
+            trial = dl.copy()
+            trial[cand] = cand_next
+            if not self.feasible(trial):
+                return cand, cand_next
+            # else they all rise together in the next round
+
+    # -- stuck rounds ---------------------------------------------------------------------------
+    def chains(self, cand: np.ndarray, dl: np.ndarray, nxt: np.ndarray) -> list[np.ndarray]:
+        """Candidates grouped into dominance chains (section 4); improve a prefix of each."""
+        rank = self.rank[cand]
+        keys = np.concatenate([rank, dl[cand][:, None], nxt[:, None]], axis=1)
+        _, grp = np.unique(keys, axis=0, return_inverse=True)
+        grp = grp.ravel()
+        out: list[np.ndarray] = []
+        for g in np.unique(grp):
+            members = np.flatnonzero(grp == g)
+            members = members[np.lexsort((cand[members], self.dem_sum[cand[members]]))]
+            run = [members[0]]
+            for a, b in pairwise(members):
+                if self.dominates(cand[a], cand[b]):
+                    run.append(b)
+                else:
+                    out.append(np.asarray(run))
+                    run = [b]
+            out.append(np.asarray(run))
+        # larger chains first, then smaller demands: the first leaf is a good greedy choice
+        out.sort(key=lambda c: (-c.shape[0], float(self.dem_sum[cand[c[0]]])))
+        return out
+
+    def dominates(self, a: int, b: int) -> bool:
+        ks = np.arange(self.t_n + 2)
+        for res in self.res:
+            da, db = res.dem_all[a], res.dem_all[b]
+            if da == 0 and db == 0:
+                continue
+            pos = np.searchsorted(res.jobs, [a, b])
+            pa = res.p[pos[0]] if da > 0 else 0.0
+            pb = res.p[pos[1]] if db > 0 else 0.0
+            ga = np.maximum(0.0, da - pa * ks)
+            gb = np.maximum(0.0, db - pb * ks)
+            if (-np.diff(ga) > -np.diff(gb)).any():
+                return False
+        return True
+
+    def stuck_choices(self, dl: np.ndarray, cand: np.ndarray,
+                      nxt: np.ndarray) -> list[list[np.ndarray]]:
+        """A stuck round (section 4): every way (up to dominance) to improve as many of the
+        candidates as possible, each given as the improved jobs per chain."""
+        self.branchings += 1
+        chains = self.chains(cand, dl, nxt)
+        sizes = np.array([c.shape[0] for c in chains])
+        rest = np.concatenate((np.cumsum(sizes[::-1])[::-1], [0]))
+        trial = dl.copy()
+        best_cnt = -1
+        vectors: list[list[int]] = []
+        counts = [0] * len(chains)
+        tgt_all = np.empty(self.n, dtype=np.int64)
+        tgt_all[cand] = nxt
+
+        def bound(gi: int) -> int:
+            todo = np.concatenate([cand[c] for c in chains[gi:]])
+            return min(res.relax_bound(trial, todo, tgt_all[todo]) for res in self.res)
+
+        def dfs(gi: int, cnt: int) -> None:
+            nonlocal best_cnt, vectors
+            if gi == len(chains):
+                if cnt > best_cnt:
+                    best_cnt, vectors = cnt, [counts.copy()]
+                elif cnt == best_cnt:
+                    vectors.append(counts.copy())
+                return
+            if self.exhausted and best_cnt >= 0:
+                return
+            if cnt + min(int(rest[gi]), bound(gi)) < best_cnt:
+                return
+            members = cand[chains[gi]]
+            tgts = nxt[chains[gi]]
+            lo, hi = 0, members.shape[0]  # largest k whose first-k move is feasible
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                trial[members[:mid]] = tgts[:mid]
+                self.tick()
+                ok = self.feasible(trial)
+                trial[members[:mid]] = dl[members[:mid]]
+                if ok:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            for k in range(lo, -1, -1):
+                if cnt + k + int(rest[gi + 1]) < best_cnt:
+                    break
+                trial[members[:k]] = tgts[:k]
+                counts[gi] = k
+                dfs(gi + 1, cnt + k)
+                trial[members[:k]] = dl[members[:k]]
+            counts[gi] = 0
+
+        dfs(0, 0)
+        return [[chain[:k] for chain, k in zip(chains, vec, strict=True)] for vec in vectors]
+
+    def apply(self, choice: list[np.ndarray], dl: np.ndarray, fixed: np.ndarray,
+              cand: np.ndarray, nxt: np.ndarray) -> None:
+        """Improve the chosen candidates (deadline to their next one); fix the others at the
+        stuck level."""
+        up = np.concatenate(choice) if choice else np.zeros(0, dtype=np.int64)
+        keep = np.ones(cand.shape[0], dtype=bool)
+        keep[up] = False
+        dl[cand[up]] = nxt[up]
+        fixed[cand[keep]] = True
+
+    def explore(self, dl: np.ndarray, fixed: np.ndarray, choices: list[list[np.ndarray]],
+                cand: np.ndarray, nxt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Solve every choice and keep the lexicographically best outcome."""
+        best: tuple[np.ndarray, np.ndarray] | None = None
+        best_key = np.zeros(0, dtype=np.int64)
+        for choice in choices:
+            c_dl, c_fixed = dl.copy(), fixed.copy()
+            self.apply(choice, c_dl, c_fixed, cand, nxt)
+            out = self.fill(c_dl, c_fixed)
+            key = np.sort(self.rank[np.arange(self.n), out[0]])
+            if best is None or _lex_greater(key, best_key):
+                best, best_key = out, key
+            if self.exhausted:
+                break  # out of budget: keep the best completed choice
+        assert best is not None
+        return best
+
+
+def _first_fit1(ids: list[int], keys: list[int], need: list[float],
+                slack: float) -> tuple[list[int], list[int]] | None:
+    """First fit across one prefix in key order, one resource: a job crosses if its demand
+    fits in what is left of the slack, else it is blocked.  Jobs with equal keys are
+    candidates of the same level and are decided as one group: those that do not fit alone
+    are blocked, the others cross together, or the tie is stuck (None)."""
+    acc: list[int] = []
+    blk: list[int] = []
+    n = len(ids)
+    low = list(need)  # suffix minima: once nobody left fits, stop
+    for q in range(n - 2, -1, -1):
+        if low[q + 1] < low[q]:
+            low[q] = low[q + 1]
+    s = slack
+    i = 0
+    while i < n:
+        if low[i] > s:
+            blk.extend(ids[i:])
+            break
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        if j == i + 1:
+            if need[i] <= s:
+                s -= need[i]
+                acc.append(ids[i])
+            else:
+                blk.append(ids[i])
+            i = j
+            continue
+        tot = 0.0
+        ok = []
+        for q in range(i, j):
+            if need[q] <= s:
+                ok.append(ids[q])
+                tot += need[q]
+            else:
+                blk.append(ids[q])
+        if tot > s:
+            return None
+        s -= tot
+        acc.extend(ok)
+        i = j
+    return acc, blk
+
+
+def _first_fit(ids: list[int], keys: list[int], needs: list[list[float]],
+               slack: list[float]) -> tuple[list[int], list[int]] | None:
+    """``_first_fit1`` for several resources (a job must fit in every one)."""
+    acc: list[int] = []
+    blk: list[int] = []
+    n = len(ids)
+    r_n = len(slack)
+    sl = list(slack)
+    # per resource suffix minima: once one resource has no room for anyone left, stop
+    low = [list(col) for col in zip(*needs, strict=True)] if n else []
+    for col in low:
+        for q in range(n - 2, -1, -1):
+            if col[q + 1] < col[q]:
+                col[q] = col[q + 1]
+    i = 0
+    while i < n:
+        if any(low[r][i] > sl[r] for r in range(r_n)):
+            blk.extend(ids[i:])
+            break
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        tots = [0.0] * r_n
+        ok = []
+        for q in range(i, j):
+            nq = needs[q]
+            if all(nq[r] <= sl[r] for r in range(r_n)):
+                ok.append(ids[q])
+                tots = [tots[r] + nq[r] for r in range(r_n)]
+            else:
+                blk.append(ids[q])
+        if j > i + 1 and any(tots[r] > sl[r] for r in range(r_n)):
+            return None
+        sl = [sl[r] - tots[r] for r in range(r_n)]
+        acc.extend(ok)
+        i = j
+    return acc, blk
+
+
+def _lex_greater(a: np.ndarray, b: np.ndarray) -> bool:
+    diff = np.flatnonzero(a != b)
+    return bool(diff.size) and bool(a[diff[0]] > b[diff[0]])
+
+
+# --------------------------------------------------------------------------------------------
+# Allocation (section 5)
+# --------------------------------------------------------------------------------------------
+
+def _edf_order(dl: np.ndarray, jobs: np.ndarray) -> np.ndarray:
+    return jobs[np.lexsort((jobs, dl[jobs]))]
+
+
+def _alloc_uncapped(res: _Resource, dl: np.ndarray, out: np.ndarray) -> None:
+    """Plain EDF from the front: job k occupies [W_{k-1}, W_k) of the cumulative work line."""
+    order = _edf_order(dl, res.jobs)
+    if order.size == 0:
+        return
+    w_hi = np.cumsum(res.dem_all[order])
+    w_lo = w_hi - res.dem_all[order]
+    c_hi = res.cum
+    c_lo = c_hi - res.cap_t
+    x = np.minimum(w_hi[:, None], c_hi[None, :]) - np.maximum(w_lo[:, None], c_lo[None, :])
+    out[order] = np.maximum(0.0, x).round().astype(np.int64)
+
+
+def _alloc_capped(res: _Resource, dl: np.ndarray, out: np.ndarray) -> None:
+    """Slot by slot, EDF order, each job as much as it can while the rest stays feasible."""
+    jobs = res.jobs
+    rem = res.dem.copy()
+    d = dl[jobs]
+    for s in range(res.t_n):
+        live = np.flatnonzero(rem > 0)
+        if live.size == 0:
+            break
+        order = live[np.lexsort((jobs[live], d[live]))]
+        tail = res.cap_t[s + 1:]
+        if bool((np.diff(tail) >= 0).all()):
+            amounts = _fill_slot_prefix(rem[order], res.p[order], d[order] - s - 1,
+                                        float(res.cap_t[s]), tail)
+        else:
+            amounts = _fill_slot_general(rem[order], res.p[order], d[order] - s - 1,
+                                         float(res.cap_t[s]), tail)
+        rem[order] -= amounts
+        out[jobs[order], s] = amounts.round().astype(np.int64)
+    if (rem > 0).any():  # pragma: no cover - guaranteed by feasibility of the deadlines
+        raise RuntimeError("capped allocation left demand unserved")
+
+
+def _fill_slot_prefix(rem: np.ndarray, p: np.ndarray, dres: np.ndarray, cap_s: float,
+                      tail: np.ndarray) -> np.ndarray:
+    """One slot's EDF-greedy amounts (jobs already in EDF order) when the later capacities
+    are non-decreasing, in closed form.
+
+    With need_j(m) = rem_j - p_j max(0, dres_j + 1 - m), what job j must do in this slot and
+    the next m, the remaining deadlines stay feasible after amounts a_j iff (Lemma B on the
+    remaining slots, with this slot in Q)  sum_j max(a_j, need_j(m)) <= cap_s + C(next m)
+    for every m, undecided jobs counting with a_j = 0.  Raising a_i from 0 to a costs
+    max(a, need_i(m)) - max(0, need_i(m)) at m, so the largest amount is
+    min(min(p_i, rem_i), min_m (room_m + max(0, need_i(m)))).
+    """
+    ms = np.arange(tail.shape[0] + 1)
+    need = rem[:, None] - p[:, None] * np.maximum(0, dres[:, None] + 1 - ms[None, :])
+    npos = np.maximum(0.0, need)
+    room = cap_s + np.concatenate(([0.0], np.cumsum(tail))) - npos.sum(axis=0)
+    want = np.minimum(p, rem)
+    amounts = npos[:, 0].copy()  # forced amounts; what the loop below does not raise
+    for i in range(rem.shape[0]):
+        if room[0] <= 0:
+            break  # the slot is full: the others keep their forced amounts
+        a = min(float(want[i]), float((room + npos[i]).min()))
+        if a > amounts[i]:
+            room -= np.maximum(a, need[i]) - npos[i]
+            amounts[i] = a
+    return amounts
+
+
+def _fill_slot_general(rem: np.ndarray, p: np.ndarray, dres: np.ndarray, cap_s: float,
+                       tail: np.ndarray) -> np.ndarray:
+    """``_fill_slot_prefix`` for arbitrary later capacities: the same greedy, each maximum
+    found by bisection on Lemma A's DP (the test is monotone in the amount and in the
+    length of an EDF prefix that takes its maxima)."""
+    n = rem.shape[0]
+
+    def case_a(amounts: np.ndarray, upto: int, slot_left: float) -> bool:
+        dem = rem.copy()
+        dem[:upto] -= amounts[:upto]
+        return _violation(dem, p, dres, tail, False) <= slot_left
+
+    amounts = np.zeros(n)
+    left = cap_s
+    pos = 0
+    while pos < n and left > 0:
+        want = np.minimum(p[pos:], rem[pos:])
+        take = np.minimum(want, np.maximum(0.0, left - np.concatenate(
+            ([0.0], np.cumsum(want)[:-1]))))
+        lo, hi = 0, n - pos
+        while lo < hi:  # longest EDF prefix that can all take their maximum
+            mid = (lo + hi + 1) // 2
+            amounts[pos:pos + mid] = take[:mid]
+            if case_a(amounts, pos + mid, left - float(take[:mid].sum())):
+                lo = mid
+            else:
+                hi = mid - 1
+        amounts[pos:pos + lo] = take[:lo]
+        amounts[pos + lo:] = 0.0
+        left -= float(take[:lo].sum())
+        pos += lo
+        if pos >= n or left <= 0:
+            break
+        a_lo, a_hi = 0, max(0, int(take[lo]) - 1)  # its largest feasible amount (0 is)
+        while a_lo < a_hi:
+            mid = (a_lo + a_hi + 1) // 2
+            amounts[pos] = mid
+            if case_a(amounts, pos + 1, left - mid):
+                a_lo = mid
+            else:
+                a_hi = mid - 1
+        amounts[pos] = a_lo
+        left -= a_lo
+        pos += 1
+    return amounts
+
+
+def _allocate(solver: _Solver, dl: np.ndarray) -> np.ndarray:
+    alloc = np.zeros((solver.n, solver.r_n, solver.t_n), dtype=np.int64)
+    for r, res in enumerate(solver.res):
+        out = np.zeros((solver.n, solver.t_n), dtype=np.int64)
+        if res.capped:
+            _alloc_capped(res, dl, out)
+        else:
+            _alloc_uncapped(res, dl, out)
+        alloc[:, r, :] = out
+    return alloc
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+def slots_needed(capacity_per_slot: np.ndarray, demand: np.ndarray,
+                 cap: np.ndarray | None = None) -> int:
+    """The smallest |T| for which every job can finish with ``capacity_per_slot`` (R,) units of
+    each resource in every slot (paper §III-A: "|T| large enough").
+
+    Without caps this is max_r ceil(sum_i R_i^r / C^r); with caps Lemma B is checked for
+    growing |T| (a job with cap p needs at least ceil(R / p) slots).  Raises
+    ``InfeasibleInstance`` if some demanded resource has no capacity at all.
+    """
+    c = np.atleast_1d(np.asarray(capacity_per_slot, dtype=np.int64))
+    d = np.asarray(demand, dtype=np.int64)
+    if d.ndim == 1:
+        d = d[:, None]
+    pc = None if cap is None else np.asarray(cap, dtype=np.int64).reshape(d.shape)
+    if d.shape[1] != c.shape[0]:
+        raise ValueError(f"demand has {d.shape[1]} resources, capacity {c.shape[0]}")
+    need = 0
+    for r in range(c.shape[0]):
+        dem = d[:, r][d[:, r] > 0].astype(np.float64)
+        if dem.size == 0:
+            continue
+        if c[r] <= 0:
+            raise InfeasibleInstance(f"resource {r} is demanded but has no capacity")
+        lo = int(np.ceil(dem.sum() / c[r]))
+        if pc is None:
+            need = max(need, lo)
+            continue
+        p = np.minimum(pc[:, r][d[:, r] > 0].astype(np.float64), dem)
+        lo = max(lo, int(np.ceil(dem / p).max()))
+
+        def ok(t: int, dem: np.ndarray = dem, p: np.ndarray = p, cr: int = int(c[r])) -> bool:
+            dl = np.full(dem.shape[0], t - 1)
+            return _prefix_violation(dem, p, dl, np.arange(1, t + 1, dtype=np.float64) * cr) <= 0
+
+        hi = lo
+        while not ok(hi):  # exponential then binary search (feasibility grows with |T|)
+            lo, hi = hi + 1, 2 * hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        need = max(need, hi)
+    return need
+
+
+def deadlines_feasible(inst: CoraInstance, deadlines: np.ndarray) -> bool:
+    """Can every job i finish by slot ``deadlines[i]`` (all resources, caps included)?"""
+    dl = np.asarray(deadlines, dtype=np.int64)
+    if dl.shape != (inst.jobs,):
+        raise ValueError(f"deadlines must have shape ({inst.jobs},), got {dl.shape}")
+    if inst.jobs and (dl.max() >= inst.slots):
+        return False
+    cap = inst.cap
+    return all(resource_feasible(inst.capacity[r], inst.demand[:, r],
+                                 None if cap is None else cap[:, r], dl)
+               for r in range(inst.resources))
+
+
+def _infeasible_message(inst: CoraInstance) -> str:
+    msg = (f"the {inst.jobs} jobs cannot all finish within the {inst.slots} slots "
+           "(every job due in the last slot is infeasible)")
+    cap_t = inst.capacity
+    if cap_t.shape[1] and (cap_t == cap_t[:, :1]).all():
+        try:
+            need = slots_needed(cap_t[:, 0], inst.demand, inst.cap)
+        except InfeasibleInstance as err:
+            return f"{msg}: {err}"
+        msg += f"; at this capacity per slot they need {need} slots"
+    return msg
+
+
+def solve_exact(inst: CoraInstance, *, node_limit: int | None = None) -> CoraSolution:
+    """The lexicographically max-min utility vector (the intended CORA objective), exactly.
+
+    See the module docstring for the algorithm and its proof.  ``node_limit`` bounds the
+    branch and bound that ties between utility values can require (section 4); when it is hit
+    the result is the best found and ``info["optimal"]`` is False.  ``info`` also holds the
+    final ``deadlines``, the number of ``rounds`` and of ``branchings`` and ``nodes``.
+    Raises ``InfeasibleInstance`` if the jobs cannot all finish within the slots.
+    """
+    start = time.perf_counter()
+    n, t_n = inst.jobs, inst.slots
+    if n == 0:
+        return CoraSolution(np.zeros(0, dtype=np.int64), np.zeros(0),
+                            np.zeros((0, inst.resources, t_n), dtype=np.int64), "cora",
+                            time.perf_counter() - start,
+                            {"optimal": True, "rounds": 0, "branchings": 0, "nodes": 0,
+                             "deadlines": np.zeros(0, dtype=np.int64)})
+    if t_n == 0:
+        raise InfeasibleInstance(_infeasible_message(inst))
+    solver = _Solver(inst, node_limit)
+    dl = np.full(n, t_n - 1, dtype=np.int64)
+    if not solver.feasible(dl):
+        raise InfeasibleInstance(_infeasible_message(inst))
+    fixed = np.zeros(n, dtype=bool)
+    dl, fixed = solver.fill(dl, fixed)
+    alloc = _allocate(solver, dl)
+    used = alloc.sum(axis=1) > 0  # (N, T)
+    completion = t_n - 1 - np.argmax(used[:, ::-1], axis=1)
+    utility = inst.utility[np.arange(n), completion]
+    info: dict[str, object] = {
+        "optimal": not solver.exhausted,
+        "deadlines": dl,
+        "rounds": solver.rounds,
+        "branchings": solver.branchings,
+        "nodes": solver.nodes,
+    }
+    return CoraSolution(completion.astype(np.int64), utility, alloc, "cora",
+                        time.perf_counter() - start, info)
