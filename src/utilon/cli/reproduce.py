@@ -74,6 +74,7 @@ def cora(
                        f"{p[2]:.4g} / {r['rrh']['min']:.4g}",
                        f"{p[3]:.1f} / {r['rrh']['sum']:.1f}")
         out.print(tt)
-    out.print(f"figures: {out_dir}/fig3-ccdf.png, {out_dir}/fig4-delta.png; "
+    out.print(f"figures: {out_dir}/fig3-ccdf.png, fig4-delta.png, fig5-delta-critical.png, "
+              "fig6-delta-steep.png; "
               f"numbers: {out_dir}/results.json; runs: {out_dir}/table1/<scheduler>/")
     out.print("Why ours differ from the paper's: docs/reproduction-cora.md")

@@ -153,6 +153,45 @@ def ccdf_figure(series: Mapping[str, np.ndarray], *, xlabel: str, title: str = "
     return fig
 
 
+def grouped_boxplot(groups: Mapping[str, Mapping[str, Sequence[float]]], *, ylabel: str,
+                    title: str = "", zero_line: bool = True) -> Figure:
+    """Box plots: one group per outer key (x axis), one box per inner key (colour), e.g.
+    Δ per workload mix and scheduler/class (paper reproductions)."""
+    series = list(dict.fromkeys(k for g in groups.values() for k in g))
+    fig = _figure(3.6)
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(series), 1)
+    every = []
+    for i, name in enumerate(series):
+        data, pos = [], []
+        for k, g in enumerate(groups.values()):
+            v = np.asarray(g.get(name, ()), dtype=float)
+            v = v[np.isfinite(v)]
+            if len(v):
+                data.append(v)
+                pos.append(k - 0.4 + width * (i + 0.5))
+                every.append(v)
+        if data:
+            ax.boxplot(data, positions=pos, widths=width * 0.85, patch_artist=True,
+                       manage_ticks=False, flierprops={"markersize": 2, "alpha": 0.5},
+                       boxprops={"facecolor": color(i), "alpha": 0.75},
+                       medianprops={"color": "black"})
+    if every:
+        if zero_line:
+            ax.axhline(0, color="#333", lw=0.8, ls="--")
+        how = _auto_scale(ax, np.concatenate(every))
+        ax.set_xticks(range(len(groups)), list(groups))
+        ax.set_ylabel(ylabel)
+        ax.legend(handles=[Patch(color=color(i), label=n) for i, n in enumerate(series)],
+                  fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        if how != "linear":
+            title = f"{title}\n{how}" if title else how
+    else:
+        _no_data(ax, "no data")
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
 # ------------------------------------------------------------------ utility
 def utility_figure(runs: Sequence[RunData]) -> Figure:
     """Utility per job (distribution per run), min and sum per run, and mean per class."""

@@ -318,7 +318,7 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1,
     import json
 
     from utilon.report import delta_boxplot, load_runs
-    from utilon.report.figures import ccdf_figure
+    from utilon.report.figures import ccdf_figure, grouped_boxplot
 
     out.mkdir(parents=True, exist_ok=True)
     n1 = 40 if quick else 100
@@ -332,6 +332,16 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1,
                               "on the same slotted instance (%)",
                        title=f"Fig. 3: CCDF over {len(t1.recorder.rows)} scheduling events")
     fig3.savefig(out / "fig3-ccdf.png", dpi=120)
+    for fig_name, title, data, (hi, lo) in (
+            ("fig5-delta-critical.png", "Fig. 5: Δ of CORA and RRH, varying % CT-critical "
+             "(sigmoid)", t2, ("critical", "sensitive")),
+            ("fig6-delta-steep.png", "Fig. 6: Δ of CORA and RRH, varying % steep-slope "
+             "(linear)", t3, ("steep", "gradual"))):
+        groups = {f"{pct}%": {f"{s.upper()} {c}": r[s]["delta"][c]
+                              for s in ("cora", "rrh") for c in (hi, lo)}
+                  for pct, r in data.items()}
+        grouped_boxplot(groups, ylabel="Δ = finish − goal (s)", title=title).savefig(
+            out / fig_name, dpi=120)
     runs = load_runs([out / "table1" / s for s in SCHEDULERS])
     fig4 = delta_boxplot(runs, title=f"Fig. 4: Δ per class ({n1} jobs)")
     fig4.savefig(out / "fig4-delta.png", dpi=120)
@@ -349,7 +359,8 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1,
                             for s, r in v.items()} for k, v in t2.items()},
         "table3": {str(k): {s: {"min": r["min"], "sum": r["sum"], "misses": r["misses"]}
                             for s, r in v.items()} for k, v in t3.items()},
-        "figures": ["fig3-ccdf.png", "fig4-delta.png"],
+        "figures": ["fig3-ccdf.png", "fig4-delta.png", "fig5-delta-critical.png",
+                    "fig6-delta-steep.png"],
     }
     (out / "results.json").write_text(json.dumps(results, indent=2, default=float) + "\n",
                                       encoding="utf-8")
