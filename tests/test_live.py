@@ -241,9 +241,14 @@ def test_baselines_are_the_registered_policies() -> None:
     assert set(BASELINES) <= set(policy_names())
 
 
+# cora-lp shares cora's mapping and differs only in its (slow) LP: the largest scenario is
+# left to cora, which keeps `make test` within its time budget
+PARITY_CASES = [(sc, p) for sc in PARITY_SCENARIOS for p in policy_names()
+                if not (p == "cora-lp" and sc == "capacity-changes-join-leave")]
+
+
 @pytest.mark.parametrize("estimates", ["online", "declared"])
-@pytest.mark.parametrize("policy", policy_names())
-@pytest.mark.parametrize("scenario", PARITY_SCENARIOS)
+@pytest.mark.parametrize(("scenario", "policy"), PARITY_CASES)
 def test_parity_simulator_and_fake_backend(scenario: str, policy: str, estimates: str,
                                            tmp_path: Path) -> None:
     """The simulator and LiveRun on the fake backend give the core the same batches of
