@@ -110,6 +110,8 @@ def test_crafted_events(crafted: Path) -> None:
     meta = r.document["metadata"]
     assert any("default_duration" in a for a in meta["assumed"])
     assert r.stats["window_s"] == 86400.0 and r.stats["events"]["scale"] == 1
+    # the metadata states the window actually replayed, not "to the end"
+    assert meta["trace"]["window"] == "trace seconds from 0 for 86400 s"
 
 
 def test_window_shifts_not_scales(crafted: Path) -> None:

@@ -100,13 +100,17 @@ def import_trace(
             part = cls().read(p, common, opts, log)
             sizing = f"cluster sized to an offered load of {target:g}: {need} machines"
 
+    window = common.window
+    if window.duration is None and part.stats.get("window_s") is not None:
+        # the importer applied its own default duration (google: one day): say so
+        window = replace(window, duration=float(part.stats["window_s"]))
     meta: dict[str, Any] = {
         "trace": {
             "kind": kind,
             "file": p.name,
             "sha256": sha256_of(p),
             "bytes": p.stat().st_size,
-            "window": common.window.describe(),
+            "window": window.describe(),
             "seed": seed,
             "options": opts.model_dump(mode="json"),
             "rows": log.as_dict(),
@@ -128,7 +132,7 @@ def import_trace(
         else:
             assert part.cluster is not None, f"{kind} proposes no cluster"
             cluster = part.cluster
-        doc = {"name": stem, "description": f"{kind} trace {p.name}, {common.window.describe()}",
+        doc = {"name": stem, "description": f"{kind} trace {p.name}, {window.describe()}",
                "seed": seed, "metadata": meta, "cluster": cluster,
                "workload": {"jobs": part.jobs}}
         stats.update(_load_stats(part.jobs, cluster))
