@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import io
 import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -365,7 +366,7 @@ class Common:
     max_bad: float = 0.01
 
 
-class Importer:
+class Importer(ABC):
     """One trace format.  Subclasses set the class attributes and implement ``read``."""
 
     kind: ClassVar[str]
@@ -376,8 +377,9 @@ class Importer:
     """The proposed cluster is an assumption (the trace does not give it): without
     ``--machines`` it is sized so that the offered load is ``DEFAULT_LOAD``."""
 
+    @abstractmethod
     def read(self, path: Path, common: Common, options: Any, log: SkipLog) -> TracePart:
-        raise NotImplementedError
+        """Stream ``path`` into jobs or a cluster, counting every row in ``log``."""
 
     @classmethod
     def parse_options(cls, values: dict[str, Any]) -> ImporterOptions:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,8 +156,9 @@ class _CoraBase(Policy):
         self.inexact = 0  # decisions where the branch and bound hit node_limit
         self.last: tuple[Slotted, CoraSolution] | None = None  # for per-event analysis
 
+    @abstractmethod
     def solve(self, inst: CoraInstance) -> CoraSolution:
-        raise NotImplementedError
+        """The slotted instance's solution (exact, or the paper's LP)."""
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         slotted = slotted_instance(snapshot, slot=self.slot, spare=self.spare,
