@@ -18,12 +18,13 @@ from utilon.scenario import scenario_json_schema
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SMALL = str(ROOT / "examples" / "small-mapreduce.yaml")
-POLICIES = ["cora", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots", "fifo", "rrh"]
+POLICIES = ["cora", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots", "fifo", "rds", "rrh"]
 HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
 SUMMARY_KEYS = [
     "scenario", "policy", "params", "seed", "jobs", "finished", "unsubmitted", "utility_min",
     "utility_sum",
-    "utility_mean", "misses", "miss_rate", "penalty", "makespan", "response_mean",
+    "utility_mean", "misses", "miss_rate", "penalty", "hard_misses", "makespan",
+    "response_mean",
     "response_p95", "utilisation", "utilisation_by_resource", "servers", "cost", "tasks",
     "decisions", "infeasible", "stopped_early", "warnings", "timeline", "timing",
 ]

@@ -127,6 +127,7 @@ class SchedulerCore(Dispatcher):
         self.jobs: dict[str, JobRT] = {}  # every job ever submitted, arrival order
         self.active: dict[str, JobRT] = {}  # submitted and not finished, arrival order
         self.decision = Decision()
+        policy.bind(cluster)
         self._grants: list[GrantState] = []
         self._hungry: set[int] = set()  # see _touch
         self._widen = False  # a grant became hungry: offer it every open machine

@@ -35,6 +35,7 @@ from utilon.core.scheduler import SchedulerCore
 from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
+from utilon.model.utility import SoftHard
 from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
 
@@ -120,6 +121,16 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     up |= {c.machine for c in cluster.timeline
            if c.action is CapacityAction.JOIN and c.time <= end}
     misses = sum(1 for r in rows if r["missed"])
+    extra: dict[str, Any] = {}
+    hard = {j.id: float(j.utility.hard) for j in workload.jobs
+            if isinstance(j.utility, SoftHard)}
+    if hard:  # soft/hard bounds (RDS Eq. 4): a hard miss finishes after, or never
+        extra["hard_misses"] = sum(
+            1 for r in rows if r["id"] in hard
+            and (r["finish"] is None or r["finish"] > hard[r["id"]] + 1e-9))
+    report = policy.report()
+    if report:
+        extra["policy_report"] = report
     st = core.stats
     decide_ms = [s * 1000.0 for s in st.decide_seconds]
     solver_ms = [s * 1000.0 for s in st.solver_seconds]
@@ -137,6 +148,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
         "misses": misses,
         "miss_rate": _r(misses / len(rows)) if rows else 0.0,
         "penalty": _r(sum(r["penalty"] for r in rows)),
+        **extra,
         "makespan": _r(end - first_submit, 3),
         "response_mean": _r(sum(responses) / len(responses), 3) if responses else 0.0,
         "response_p95": _r(_pct(responses, 95), 3),

@@ -24,6 +24,7 @@ from utilon.core.decision import Decision
 from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.errors import ParameterError, UnknownNameError
+from utilon.model.cluster import Cluster
 
 EVENT_TRIGGERS: frozenset[Trigger] = frozenset({
     Trigger.ARRIVAL, Trigger.STAGE_FINISHED, Trigger.JOB_FINISHED, Trigger.TASK_FAILED,
@@ -45,6 +46,16 @@ class Policy(ABC):
     @abstractmethod
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         """Return the decision for this snapshot."""
+
+    def bind(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Called once by the scheduler core before the first decision, with the cluster
+        (machines and capacity timeline) the run starts from.  Policies that must know the
+        future capacity (RDS's oracle predictor) keep what they need; others ignore it."""
+
+    def report(self) -> dict[str, Any]:
+        """Policy-specific measurements for ``summary.json`` (``policy_report``); none by
+        default.  Must be deterministic: wall-clock timings belong in ``timing``."""
+        return {}
 
     def params(self) -> dict[str, Any]:
         """Constructor parameters, for outputs (``summary.json``)."""
