@@ -34,6 +34,7 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("fair-slots", "fair-slots", {"k": 2}),
     ("cora", "cora", {}),
     ("rrh", "rrh", {}),
+    ("rds", "rds", {"interval": 30.0, "predictor": "last"}),
 )
 
 

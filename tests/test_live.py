@@ -681,7 +681,7 @@ def direct_word_count(job_dir: Path) -> collections.Counter[str]:
 
 
 @pytest.mark.live
-@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "cora"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "cora", "rds"])
 def test_local_backend_runs_real_jobs(policy: str, tmp_path: Path) -> None:
     w = load_workload(real_scenario(tmp_path / "real.yaml"))
     out = tmp_path / "run"

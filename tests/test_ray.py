@@ -131,8 +131,10 @@ def test_node_removed_and_added_mid_run_loses_no_task(tmp_path):
             elif state["removed"] and state["added"] is None and now > 1.0:
                 state["added"] = cluster.add_node(num_cpus=1)
 
-        run = LiveRun(w.cluster, w.jobs, make_policy("fair", {}), RayBackend(node_poll=0.5),
-                      catalog, on_batch=on_batch, timeout=120)
+        # rds: a control step every second, so that it plans around the node that left
+        policy = make_policy("rds", {"interval": 1.0, "predictor": "last"})
+        run = LiveRun(w.cluster, w.jobs, policy, RayBackend(node_poll=0.5), catalog,
+                      on_batch=on_batch, timeout=120)
         res = run.run()
     finally:
         ray.shutdown()

@@ -1,4 +1,11 @@
 """RDS (Cheng et al., "Deadline-Aware MapReduce Job Scheduling with Dynamic Resource
-Availability"): resource prediction, job progress model, receding-horizon control; this
-package grows with issue 7.
+Availability", IEEE TPDS 2019).
+
+* ``predict``   — capacity predictors of §4 (ARIMA, green power, last value, oracle), NRMSE;
+* ``capacity``  — effective capacity (slots × speed) and its replay from a cluster timeline;
+* ``progress``  — the Takagi–Sugeno fuzzy NARX progress model with RLS adaptation (§3.2);
+* ``optimizer`` — the receding-horizon QP of Eq. 3 (HiGHS);
+* ``slots``     — job management and Algorithm 1, dynamic slots (§4.3);
+* ``profile``   — profiled solo runs that train the progress models;
+* ``policy``    — the ``rds`` policy that ties them together.
 """

@@ -1,0 +1,520 @@
+"""``rds``: RDS, resource- and deadline-aware scheduling with receding-horizon control.
+
+Paper: D. Cheng, X. Zhou, Y. Xu, L. Liu, C. Jiang, "Deadline-Aware MapReduce Job Scheduling
+with Dynamic Resource Availability", IEEE TPDS 30(4), 2019 (``rds.txt``).  One control step
+every ``interval`` seconds (10 minutes, §5.2):
+
+1. **Measure** (§3.2.2): each job's progress in the last interval (the fraction of its
+   task-seconds completed) and the capacity it held (slots × speed, sampled at every policy
+   call); one RLS step of its kind's fuzzy model (``progress.py``).
+2. **Predict capacity** (§4): the predictor observes the mean effective capacity of the last
+   interval and forecasts the next H_p (``predict.py``); ``oracle`` reads the cluster's
+   timeline (the "ideal scheduler" of §2.2).
+3. **Optimize** (§3.1, Eq. 3): every active job becomes a row of the receding-horizon QP
+   (``optimizer.py``): its fuzzy model linearized at its operating point gives progress per
+   unit of map and reduce allocation; its reference is the uniform per-interval trajectory
+   from its progress now to 1 at its deadline (§6.6: "the per-interval deadline is the ratio
+   of the overall deadline and the number of control intervals"), recomputed each step; its
+   weight is ω_j × δ_j(t + i) (Eq. 4, the job's utility relative to its value on time — for
+   a ``soft_hard`` utility with hard = 2 × soft that is exactly δ).  Once the soft bound has
+   passed the reference aims at the hard bound, after that at "as soon as possible" (with
+   δ = 0 such a job only gets capacity nobody else wants).  The first step is applied.
+4. **Job management and Algorithm 1** (§4.3, ``slots.py``).
+
+Between control steps the policy is called at arrivals (fast path; and a re-plan when the
+cluster would otherwise idle — no plan covers a newcomer on an idle cluster), at task
+completions (Algorithm 1's heartbeat) and at capacity changes (targets are re-expressed in
+the new slot size r_slot = r_a / slots).
+
+Choices the paper leaves open are listed in docs/policies.md#rds: progress is measured in
+task-seconds, done tasks whole and running ones half (Hadoop's progress score counts
+running tasks' fraction); the job's "input size" d_j is its total declared task-seconds;
+the fuzzy model is trusted within [½, 2] × the ideal fluid law u·Δ/d_j (gains, and no free
+progress), so that one bad fit cannot starve or flood a job; the NARX lag is folded into the
+offset at the operating point (its coefficient is not identifiable from steady runs); the
+reference ends a critical path before the bound; δ has a floor ``late_weight``;
+``progress_error`` injects the model error of Fig. 10b as a multiplicative N(0, σ)
+perturbation of each job's gain at each step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.core.decision import Decision
+from utilon.core.messages import Trigger
+from utilon.core.snapshot import ClusterSnapshot, JobView
+from utilon.errors import ParameterError
+from utilon.model.cluster import Cluster
+from utilon.policies.base import EVENT_TRIGGERS, Policy, register
+from utilon.policies.rds.accuracy import JobHistory, record_finish
+from utilon.policies.rds.capacity import CapacityProfile, effective_capacity
+from utilon.policies.rds.optimizer import RhcProblem, solve_rhc
+from utilon.policies.rds.predict import PredictionLog, Predictor, make_predictor, predictor_names
+from utilon.policies.rds.progress import (
+    FLUID_BAND,
+    CompletionLog,
+    ProgressModel,
+    ProgressSample,
+    bounded_progress,
+)
+from utilon.policies.rds.slots import dynamic_slot_grants
+
+PAPER_P = (0.0107, 0.0096, 0.0132)  # §5.2, map-allocation change penalties per control step
+PAPER_Q = (0.0173, 0.0168, 0.0194)  # §5.2, reduce
+OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free progress
+
+
+def job_work(job: JobView) -> tuple[float, float, float, float]:
+    """(total, done, runnable map, runnable reduce) of a job, in task-seconds / tasks.
+
+    Like Hadoop's progress score, running tasks count in part: half of their expected
+    duration (the snapshot does not say how far each is), so that progress does not jump
+    by a whole task at each completion."""
+    total = done = 0.0
+    run_m = run_r = 0.0
+    for s in job.stages:
+        total += s.total * s.expected_duration
+        done += (s.done + 0.5 * s.running) * s.expected_duration
+        if s.kind == "reduce":
+            run_r += s.ready + s.running
+        else:
+            run_m += s.ready + s.running
+    return total, done, run_m, run_r
+
+
+def phase_counts(job: JobView) -> tuple[int, int, int, int]:
+    """Running map-like and reduce tasks, then done ones."""
+    rm = rr = dm = dr = 0
+    for s in job.stages:
+        if s.kind == "reduce":
+            rr += s.running
+            dr += s.done
+        else:
+            rm += s.running
+            dm += s.done
+    return rm, rr, dm, dr
+
+
+def remaining_split(job: JobView) -> tuple[int, int]:
+    m = r = 0
+    for s in job.stages:
+        if s.kind == "reduce":
+            r += s.remaining
+        else:
+            m += s.remaining
+    return m, r
+
+
+@dataclass
+class _Track:
+    """What RDS remembers about one job between control steps."""
+
+    kind: str
+    size: float
+    progress: float = 0.0  # cumulative progress at the last control step
+    last_step: float = 0.0  # progress made in the interval before it (y(t - 1))
+    since: float = 0.0  # time of the last control step that measured this job
+    acc_map: float = 0.0  # ∫ map allocation (slots × speed) dt since then
+    acc_reduce: float = 0.0
+    target_map: float = 0.0
+    target_reduce: float = 0.0
+    total_map: int = 0
+    total_reduce: int = 0
+    hist: JobHistory | None = None  # for the completion-time accuracy (accuracy.py)
+    done_map: int = 0  # done tasks at the previous policy call
+    done_reduce: int = 0
+
+
+@register
+class Rds(Policy):
+    name = "rds"
+    summary = ("RDS: receding-horizon QP over predicted capacity and fuzzy job-progress "
+               "models, dynamic slots (Cheng et al., TPDS 2019)")
+    paper = "rds"
+    triggers = EVENT_TRIGGERS | {Trigger.TICK, Trigger.TASK_FINISHED}
+
+    def __init__(self, interval: float = 600.0, horizon: int = 3, control_horizon: int = 0,
+                 predictor: str = "arima", P: tuple[float, ...] = PAPER_P,
+                 Q: tuple[float, ...] = PAPER_Q, miss_weight: float = 1.0,
+                 fast_path: bool = True, work_conserving: bool = True,
+                 progress_error: float = 0.0, seed: int = 0, profile: str = "",
+                 history: float = 7 * 86400.0, late_weight: float = 0.1) -> None:
+        if not interval > 0:
+            raise ValueError("interval must be > 0 seconds")
+        if horizon < 1:
+            raise ValueError("horizon (H_p) must be >= 1")
+        if control_horizon < 0 or control_horizon > horizon:
+            raise ValueError("control_horizon (H_c) must be between 1 and horizon (0: = H_p)")
+        if predictor not in predictor_names():
+            raise ValueError(f"unknown predictor {predictor!r}; valid: "
+                             f"{', '.join(predictor_names())}")
+        if not P or not Q or min(*P, *Q) < 0:
+            raise ValueError("P and Q must be non-empty lists of weights >= 0")
+        if min(progress_error, miss_weight, history, late_weight) < 0:
+            raise ValueError("progress_error, miss_weight, history and late_weight must be "
+                             ">= 0")
+        self.interval = float(interval)
+        self.horizon = horizon
+        self.control_horizon = control_horizon
+        self.predictor = predictor
+        self.P = tuple(P)
+        self.Q = tuple(Q)
+        self.miss_weight = miss_weight
+        self.fast_path = fast_path
+        self.work_conserving = work_conserving
+        self.progress_error = progress_error
+        self.seed = seed
+        self.profile = profile
+        self.history = float(history)
+        self.late_weight = late_weight
+        self.tick = self.interval
+        self._hc = control_horizon or horizon
+        self._models: dict[str, ProgressModel] = _load_profile(profile) if profile else {}
+        self._rng = np.random.default_rng(seed)
+        self._predictor: Predictor | None = (None if predictor == "oracle"
+                                             else make_predictor(predictor))
+        self._truth: CapacityProfile | None = None
+        self._tracks: dict[str, _Track] = {}
+        self._fast: list[str] = []
+        self._planned = False
+        self._last_call: float | None = None
+        self._last_rslot = 1.0
+        self._cap_acc = 0.0
+        self._cap_since: float | None = None
+        self._observed = 0
+        self._last_cap = 0.0
+        self.capacity_log = PredictionLog(self.interval)
+        self.completion_log = CompletionLog()
+        self.solver_calls = 0
+        self.fallbacks = 0  # the solver failed: a heuristic allocation was used
+        self.not_proven = 0  # HiGHS stopped early with a feasible point (kept)
+        self.step_log: list[tuple[float, float]] = []  # (predicted, measured) progress
+
+    # -- the core tells us the cluster (for the oracle) ----------------------------------------
+    def bind(self, cluster: Cluster) -> None:
+        self._truth = CapacityProfile.from_cluster(cluster)
+
+    # -- the decision ----------------------------------------------------------------------------
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        now = snapshot.now
+        r_a, slots = effective_capacity(snapshot.machines, snapshot.slot_resource)
+        r_slot = r_a / slots if slots > 0 else self._last_rslot
+        self._integrate(snapshot, now)
+        live = {j.id for j in snapshot.jobs}
+        for gone in [k for k in self._tracks if k not in live]:
+            self._finished(gone, now)
+        self._fast = [i for i in self._fast if i in live]
+        for j in snapshot.jobs:
+            if j.id not in self._tracks:
+                self._admit(j, now)
+        solver_s: float | None = None
+        if Trigger.TICK in snapshot.triggers or not self._planned or self._idle(snapshot, r_a):
+            solver_s = self._control(snapshot, now, r_a, r_slot,
+                                     measure=Trigger.TICK in snapshot.triggers)
+        targets = {k: t.target_map + t.target_reduce for k, t in self._tracks.items()}
+        decision = dynamic_slot_grants(snapshot.jobs, targets, self._fast, r_slot,
+                                       work_conserving=self.work_conserving)
+        self._last_rslot = r_slot
+        self._last_cap = r_a
+        if solver_s is None:
+            return decision
+        return Decision(grants=decision.grants, backfill=decision.backfill,
+                        solver_seconds=solver_s)
+
+    def _integrate(self, snapshot: ClusterSnapshot, now: float) -> None:
+        """Accumulate each job's allocation and the capacity since the previous call.
+
+        The policy is called at every task completion and capacity change, and tasks start
+        only right after a call; so between two calls a job ran exactly the tasks running
+        now plus those that finished now (a snapshot alone would miss a wave of tasks that
+        all end at this instant)."""
+        first = self._last_call is None
+        dt = 0.0 if first else now - self._last_call  # type: ignore[operator]
+        self._cap_acc += dt * self._last_cap
+        seen = set()
+        for j in snapshot.jobs:
+            t = self._tracks.get(j.id)
+            if t is None:
+                continue
+            seen.add(j.id)
+            rm, rr, dm, dr = phase_counts(j)
+            if dt > 0:
+                t.acc_map += dt * self._last_rslot * (rm + dm - t.done_map)
+                t.acc_reduce += dt * self._last_rslot * (rr + dr - t.done_reduce)
+            t.done_map, t.done_reduce = dm, dr
+        for jid, t in self._tracks.items():  # finished now: its last tasks ran until now
+            if jid not in seen and dt > 0:
+                t.acc_map += dt * self._last_rslot * (t.total_map - t.done_map)
+                t.acc_reduce += dt * self._last_rslot * (t.total_reduce - t.done_reduce)
+        self._last_call = now
+        if first:
+            self._cap_since = now
+            self._warm(now)
+    def _warm(self, now: float) -> None:
+        """Feed the predictor the capacity measured before the first decision (up to
+        ``history`` seconds of it): a real scheduler starts on a cluster with a past."""
+        if self._predictor is None or self._truth is None:
+            return
+        k = min(int(self.history // self.interval), int(now // self.interval))
+        if k <= 0:
+            return
+        ends = now - self.interval * np.arange(k - 1, -1, -1, dtype=float)
+        for t, v in zip(ends, self._truth.means(float(ends[0]) - self.interval,
+                                                 self.interval, k), strict=True):
+            self._predictor.observe(float(t), float(v))
+        self._observed += k
+
+    def _admit(self, job: JobView, now: float) -> None:
+        total, _, _, _ = job_work(job)
+        rem_m, rem_r = remaining_split(job)
+        size = max(total, 1e-9)
+        self._tracks[job.id] = _Track(kind=job.job_class or "default", size=size, since=now,
+                                      total_map=rem_m, total_reduce=rem_r,
+                                      hist=JobHistory(size))
+        if self.fast_path and job.goal < self._next_control(now):
+            self._fast.append(job.id)
+
+    def _next_control(self, now: float) -> float:
+        if self._cap_since is None:
+            return now + self.interval
+        k = math.floor((now - self._cap_since) / self.interval) + 1
+        return self._cap_since + k * self.interval
+
+    def _idle(self, snapshot: ClusterSnapshot, r_a: float) -> bool:
+        """A newcomer arrived and the running queue cannot fill the cluster."""
+        if Trigger.ARRIVAL not in snapshot.triggers:
+            return False
+        usable = 0.0
+        for j in snapshot.jobs:
+            t = self._tracks[j.id]
+            if t.target_map + t.target_reduce > 1e-12 or j.running:
+                usable += j.runnable
+        return usable * self._last_rslot < r_a - 1e-9
+
+    # -- one control step ------------------------------------------------------------------------
+    def _forecast(self, now: float, r_a: float, measure: bool) -> np.ndarray:
+        h = self.horizon
+        if measure and self._cap_since is not None and now > self._cap_since:
+            observed = self._cap_acc / (now - self._cap_since)
+            self.capacity_log.actual(now, observed)
+            if self._predictor is not None:
+                self._predictor.observe(now, observed)
+                self._observed += 1
+            self._cap_acc, self._cap_since = 0.0, now
+        if self._predictor is None and self._truth is not None:
+            forecast = self._truth.means(now, self.interval, h)
+        elif self._predictor is not None and self._observed:
+            forecast = np.asarray(self._predictor.forecast(h), dtype=float)
+        else:  # no history yet (or an off-tick plan): the capacity now
+            forecast = np.full(h, r_a)
+        if measure:
+            self.capacity_log.predict(now, forecast)
+        return np.maximum(forecast, 0.0)
+
+    def _model(self, kind: str, size: float, r_a: float) -> ProgressModel:
+        m = self._models.get(kind)
+        if m is None:
+            m = ProgressModel.prior([size], self.interval, max_alloc=max(r_a, 1.0))
+            self._models[kind] = m
+        return m
+
+    def _control(self, snapshot: ClusterSnapshot, now: float, r_a: float, r_slot: float,
+                 *, measure: bool) -> float:
+        self._planned = True
+        capacity = self._forecast(now, r_a, measure)
+        jobs = [j for j in snapshot.jobs if j.id not in self._fast]
+        n, hp, hc = len(jobs), self.horizon, self._hc
+        arr = {k: np.zeros(n) for k in ("progress", "last", "a", "bm", "br", "ar", "capm",
+                                        "curm", "curr")}
+        cap_reduce = np.zeros((n, hc))
+        reference = np.zeros((n, hp))
+        weight = np.zeros((n, hp))
+        deadline_step = np.full(n, -1, dtype=np.int64)
+        steps = np.arange(1, hp + 1)
+        for row, j in enumerate(jobs):
+            t = self._tracks[j.id]
+            total, done, _, _ = job_work(j)
+            prog = done / total if total > 0 else 1.0
+            if measure:
+                self._measure(t, prog, now, r_a)
+            model = self._model(t.kind, t.size, r_a)
+            run_m, run_r, _, _ = phase_counts(j)
+            rem_m, rem_r = remaining_split(j)
+            u_m, u_r = run_m * r_slot, run_r * r_slot
+            a, bm, br, ar = model.linearize(u_m, u_r, t.size, t.last_step)
+            # The lag's coefficient is not identifiable from runs at steady allocation
+            # (y(t-1) and u(t) move together), and across the horizon it would promise
+            # progress that carries on without allocation; fold it into the offset at the
+            # operating point instead of chaining it through the QP.
+            a, ar = a + ar * t.last_step, 0.0
+            # the learned model refines the fluid law within a band, so that one bad fit
+            # cannot starve a job (gain ~ 0) or promise free progress (large offset)
+            fluid = self.interval / t.size
+            bm = min(max(bm, FLUID_BAND[0] * fluid), FLUID_BAND[1] * fluid)
+            br = min(max(br, FLUID_BAND[0] * fluid), FLUID_BAND[1] * fluid)
+            a = min(max(a, -OFFSET_BAND), 0.0)
+            if self.progress_error > 0:
+                noise = max(0.1, 1.0 + self._rng.normal(0.0, self.progress_error))
+                bm, br = bm * noise, br * noise
+            arr["progress"][row], arr["last"][row] = prog, t.last_step
+            arr["a"][row], arr["bm"][row], arr["br"][row] = a, bm, br
+            arr["ar"][row] = min(max(ar, -0.9), 0.9)
+            arr["capm"][row] = rem_m * r_slot
+            # Reduces run only after the maps: while maps remain, the plan has no reduce
+            # allocation at any step (map progress stands in for the job's; the next control
+            # step re-plans once the reduces are runnable).  Else the QP would "wait" for the
+            # reduce phase whenever its model gain looks cheaper.
+            if rem_m == 0:
+                cap_reduce[row, :] = rem_r * r_slot
+                cap_reduce[row, 0] = (run_r + sum(s.ready for s in j.stages
+                                                  if s.kind == "reduce")) * r_slot
+            arr["curm"][row], arr["curr"][row] = u_m, u_r
+            _, steps_left = self._target(j, now)
+            reference[row] = np.minimum(1.0, prog + (1.0 - prog) * steps / steps_left)
+            if steps_left <= hp:
+                deadline_step[row] = steps_left - 1
+            # δ of a step: whether the job's SLO is already violated when the step begins
+            weight[row] = j.weight * np.maximum(
+                _delta(j, now + self.interval * (steps - 1)), self.late_weight)
+        problem = RhcProblem(
+            progress=arr["progress"], last_step=arr["last"], reference=reference,
+            weight=weight, offset=arr["a"], gain_map=arr["bm"], gain_reduce=arr["br"],
+            gain_prev=arr["ar"], cap_map=arr["capm"], cap_reduce=cap_reduce,
+            current_map=arr["curm"], current_reduce=arr["curr"], capacity=capacity,
+            P=_per_step(self.P, hc), Q=_per_step(self.Q, hc), deadline_step=deadline_step,
+            scale=max(r_a, float(capacity.max()), 1.0), miss_weight=self.miss_weight)
+        start = time.perf_counter()
+        sol = solve_rhc(problem)
+        seconds = time.perf_counter() - start
+        self.solver_calls += 1
+        if sol.status.startswith("fallback"):
+            self.fallbacks += 1
+        elif sol.status != "optimal":
+            self.not_proven += 1
+        for row, j in enumerate(jobs):
+            t = self._tracks[j.id]
+            t.target_map = float(sol.u_map[row, 0])
+            t.target_reduce = float(sol.u_reduce[row, 0])
+            if measure and t.since == now and t.hist is not None:
+                t.hist.forecast_point(now, t.progress, t.last_step, self._models[t.kind])
+        return seconds
+
+    def _measure(self, t: _Track, prog: float, now: float, r_a: float) -> None:
+        """Progress of the interval that just ended, and one RLS step of the kind's model."""
+        elapsed = now - t.since
+        if elapsed < 0.5 * self.interval:
+            return
+        scale = self.interval / elapsed  # per-interval units
+        y = (prog - t.progress) * scale
+        u_m, u_r = t.acc_map / elapsed, t.acc_reduce / elapsed
+        if t.hist is not None:
+            t.hist.intervals.append((u_m, u_r, elapsed))
+        if y > 0 or u_m + u_r > 0:
+            model = self._model(t.kind, t.size, r_a)
+            predicted = bounded_progress(model, u_m, u_r, t.size, t.last_step, self.interval)
+            self.step_log.append((predicted, y))
+            model.update(ProgressSample(u_map=u_m, u_reduce=u_r, size=t.size,
+                                        y_prev=t.last_step, y=y))
+        t.progress, t.last_step, t.since = prog, y, now
+        t.acc_map = t.acc_reduce = 0.0
+
+    def _finished(self, job: str, now: float) -> None:
+        """A job left the snapshot: score the model's completion-time forecasts for it."""
+        t = self._tracks.pop(job)
+        elapsed = now - t.since
+        if t.hist is None or not t.hist.forecasts:
+            return
+        if elapsed > 0:
+            t.hist.intervals.append((t.acc_map / elapsed, t.acc_reduce / elapsed, elapsed))
+        record_finish(self.completion_log, job, self._models[t.kind], t.hist, now,
+                      self.interval)
+
+    def _target(self, job: JobView, now: float) -> tuple[float, int]:
+        """The bound the reference aims at and the whole control steps left until it.
+
+        The reference must reach 1 a critical path before the bound: once the work is done
+        the last task of each remaining stage still takes its time, and no allocation can
+        shorten that (our addition; the paper's uniform per-interval deadline ignores it)."""
+        tail = sum(s.expected_duration for s in job.stages if s.remaining)
+        soft = job.goal
+        hard = getattr(job.utility, "hard", None)
+        if now < soft - tail:
+            goal = soft - tail
+        elif hard is not None and now < hard - tail:
+            goal = float(hard) - tail
+        else:
+            return now, 1
+        if not math.isfinite(goal):
+            return goal, 10**6
+        return goal, max(1, math.ceil((goal - now) / self.interval - 1e-9))
+
+    # -- outputs -----------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        by_step = self.capacity_log.nrmse_by_step()
+        return {
+            # optimizer wall time goes to summary["timing"] (solver_ms_*), not here
+            "optimizer": {"calls": self.solver_calls, "fallbacks": self.fallbacks,
+                          "not_proven_optimal": self.not_proven},
+            "capacity_prediction": {
+                "predictor": self.predictor,
+                "nrmse_by_step": {str(k): _round(v) for k, v in by_step.items()},
+            },
+            "completion_prediction": {
+                "nrmse": _round(self.completion_log.nrmse()),
+                "predictions": len(self.completion_log.pairs()[0]),
+            },
+            "progress_model": {
+                "kinds": sorted(self._models), "updates": len(self.step_log),
+                # one-interval-ahead progress error, before each RLS update
+                "step_nrmse": _round(_step_nrmse(self.step_log)),
+                "rules": {k: m.rules for k, m in sorted(self._models.items())},
+            },
+        }
+
+
+def _round(x: float) -> float | None:
+    return None if not math.isfinite(x) else round(float(x), 6)
+
+
+def _step_nrmse(log: list[tuple[float, float]]) -> float:
+    """RMSE of predicted vs measured progress per interval over the mean measured one."""
+    if not log:
+        return math.nan
+    pred, act = np.asarray(log).T
+    mean = float(np.mean(act))
+    return float(np.sqrt(np.mean((pred - act) ** 2)) / mean) if mean > 0 else math.nan
+
+
+def _per_step(weights: tuple[float, ...], hc: int) -> np.ndarray:
+    """The paper's P and Q have one weight per control step; repeat the last beyond them."""
+    w = list(weights[:hc]) + [weights[-1]] * max(0, hc - len(weights))
+    return np.asarray(w, dtype=float)
+
+
+def _delta(job: JobView, times: np.ndarray) -> np.ndarray:
+    """Eq. 4's decay: the job's utility at each time relative to its on-time value."""
+    on_time = float(job.utility.value(job.submit))
+    if on_time <= 0:
+        return np.ones(len(times))
+    return np.asarray([job.utility.value(float(t)) for t in times]) / on_time
+
+
+def _load_profile(path: str) -> dict[str, ProgressModel]:
+    """Fuzzy models per job kind from a profile file (``utilon.policies.rds.profile``)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {k: ProgressModel.from_dict(v) for k, v in data["models"].items()}
+    except FileNotFoundError:
+        raise ParameterError(f"rds: profile file {path} not found; create one with "
+                             "`utilon reproduce rds` or drop the profile parameter") from None
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ParameterError(f"rds: profile file {path} is not a progress-model profile "
+                             f"({exc}); regenerate it") from None

@@ -1,0 +1,405 @@
+"""``utilon reproduce rds``: the evaluation of RDS (Cheng et al., TPDS 2019, §2.2, §5–§6).
+
+What the paper gives, and what we chose where it does not (also in docs/reproduction-rds.md):
+
+* **Case study** (§2.2, Table 1, Fig. 2): 4 worker nodes; J1 (120 GHz of work, arrives at
+  0, deadline 40 min) and J2 (60 GHz, arrives at 10, deadline 30); the cluster has twice the
+  resources in [10, 20) and [30, 40) min.  We need a base capacity: the only one under which
+  the paper's stories hold (FIFO and Fair miss J2, a scheduler that knows the future meets
+  both) *and* the work fits exactly is 30 GHz per 10 min, so 4 nodes × 2 slots at speed 1
+  (doubling = speed 2, scale-up) and 1 GHz·interval = 160 slot-seconds: J1 is 320 one-minute
+  tasks, J2 160.  The "ideal scheduler" is ``rds`` with the ``oracle`` predictor.
+* **Table 3 workload** (§5.3): WordCount, Grep and TeraSort at the three input sizes of
+  Table 3 with its map and reduce counts, submitted J1…J9 every 10 minutes (§5.3, [24]).
+  Task durations are *assumed* (the paper gives none): chosen so that each job alone on the
+  cluster takes about its Table 3 deadline / 2.5 (TeraSort with heavy reduces), ±10%
+  normal jitter per task.  Deadline (soft bound) = submit + 2.5 × the job's standalone
+  runtime (§5.3, after Natjam), hard bound = submit + 5 × (Eq. 4's δ reaches 0 at twice the
+  soft bound).
+* **Cluster** (§5.1): 20 worker nodes with 2 map + 1 reduce slots — modelled as 3 generic
+  slots — powered half by grid and half by solar (§5.4): the NREL PV series through the
+  ``solar`` importer (brown share 0.5), from 09:00 local time on a day with clouds (a seed
+  picks the day among ``DAYS``), in *scale-up* (all nodes, speed follows the supply) and
+  *scale-out* (nodes join and leave) mode.  The seven days before are replayed first, so the
+  predictors start with a week of measured history.
+* **Profiles**: each job alone at 25/50/100% of the slots trains the fuzzy models
+  (``utilon.policies.rds.profile``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.model.job import Job
+from utilon.policies.rds.capacity import CapacityProfile
+from utilon.policies.rds.predict import backtest, make_predictor
+from utilon.policies.rds.profile import fit_profile, profile_samples, write_profile
+from utilon.repro.rds_figures import write_figures
+from utilon.runner import run_policy
+from utilon.scenario.build import Workload, build_workload
+from utilon.scenario.load import parse_scenario
+from utilon.traces.api import import_trace
+from utilon.traces.base import Window, standalone
+
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+SOLAR = DATA / "nrel_pvdaq_serf_east" / "serf_east_15min_ac_power.csv"
+GOOGLE = DATA / "google_2019_machine_events"
+NODES, SLOTS = 20, 3
+INTERVAL = 600.0
+DAYS = ("2016-08-18", "2016-07-22", "2016-09-02", "2016-07-16", "2016-09-11")
+START_HOUR = 9
+HISTORY_DAYS = 7
+
+
+@dataclass(frozen=True)
+class Table3Job:
+    label: str
+    kind: str
+    input_gb: int
+    maps: int
+    reduces: int
+    deadline_min: int  # the paper's Table 3 column
+
+
+TABLE3 = (
+    Table3Job("J1", "wordcount", 60, 960, 200, 80), Table3Job("J2", "wordcount", 35, 560, 100, 50),
+    Table3Job("J3", "wordcount", 15, 250, 50, 25), Table3Job("J4", "grep", 80, 1280, 200, 80),
+    Table3Job("J5", "grep", 40, 640, 100, 50), Table3Job("J6", "grep", 20, 320, 50, 25),
+    Table3Job("J7", "terasort", 50, 800, 200, 80), Table3Job("J8", "terasort", 25, 450, 100, 50),
+    Table3Job("J9", "terasort", 12, 192, 50, 25),
+)
+TASK_SECONDS = {"wordcount": (90.0, 120.0), "grep": (70.0, 95.0),
+                "terasort": (80.0, 200.0)}  # (map, reduce) per task: ASSUMED, see docstring
+JITTER = 0.1
+SLACK = 2.5  # deadline = 2.5 x the job's runtime on the dedicated cluster (§5.3)
+
+# The paper's numbers, printed beside ours.
+PAPER_FIG7 = {"scale-up": {"edf-n": 10, "edf-p": 15, "fair": 36},
+              "scale-out": {"edf-n": 12, "edf-p": 17, "fair": 43}}  # % less penalty by RDS
+PAPER_FIG10A_NRMSE = 9.6  # % completion-time prediction error
+PAPER_FIG10B = {10: 10.5, 35: 33.0}  # injected error % -> deadline misses %
+PAPER_FIG11A_GREEN = 16  # % less penalty with green-power prediction than ARIMA
+PAPER_FIG11B = (9.5, 13.0)  # ARIMA NRMSE % on Google's trace
+BASELINES = ("fair", "edf-n", "edf-p")
+MODES = ("scale-up", "scale-out")
+
+Say = Callable[[str], None]
+
+
+# ------------------------------------------------------------------------------ scenarios
+def case_study_document() -> dict[str, Any]:
+    """Table 1 / Fig. 2: two WordCount jobs on a capacity that doubles twice."""
+    timeline = [{"at": t, "machines": "all", "action": "speed", "factor": f}
+                for t, f in ((600.0, 2.0), (1200.0, 1.0), (1800.0, 2.0), (2400.0, 1.0))]
+
+    def job(jid: str, submit: float, tasks: int, deadline: float) -> dict[str, Any]:
+        rel = deadline - submit
+        return {"id": jid, "submit": submit, "class": "wordcount",
+                "stages": [{"name": "map", "tasks": tasks, "duration": 60.0}],
+                "utility": {"kind": "soft_hard", "soft": rel, "hard": 2 * rel}}
+
+    return {"name": "rds-case-study", "seed": 0,
+            "description": "RDS Table 1 / Fig. 2 (see utilon.repro.rds)",
+            "cluster": {"machines": [{"id": "node", "count": 4, "capacity": {"slots": 2}}],
+                        "capacity": timeline},
+            "workload": {"jobs": [job("J1", 0.0, 320, 2400.0), job("J2", 600.0, 160, 1800.0)]}}
+
+
+def solar_cluster(mode: str, day: str) -> tuple[dict[str, Any], float]:
+    """The NREL-powered cluster; returns the cluster document and the experiment start."""
+    start = datetime.fromisoformat(day) - timedelta(days=HISTORY_DAYS)
+    res = import_trace("solar", SOLAR, window=Window(duration=(HISTORY_DAYS + 1) * 86400.0),
+                       machines=NODES,
+                       options={"mode": mode, "slots": SLOTS, "brown": 0.5,
+                                "date": start.strftime("%Y-%m-%dT00:00:00-07:00")})
+    return res.document["cluster"], HISTORY_DAYS * 86400.0 + START_HOUR * 3600.0
+
+
+def dedicated(job: Table3Job) -> float:
+    """Seconds the job takes alone on the whole cluster at full power (mean task durations,
+    the fluid estimate ``traces.base.standalone``)."""
+    m, r = TASK_SECONDS[job.kind]
+    return standalone([{"name": "map", "tasks": job.maps, "duration": m},
+                       {"name": "reduce", "tasks": job.reduces, "duration": r}], NODES * SLOTS)
+
+
+def table3_document(mode: str, day: str, seed: int) -> dict[str, Any]:
+    cluster, t0 = solar_cluster(mode, day)
+    jobs = []
+    for k, j in enumerate(TABLE3):
+        m, r = TASK_SECONDS[j.kind]
+        jobs.append({
+            "id": f"{j.label}-{j.kind}-{j.input_gb}GB", "submit": t0 + k * INTERVAL,
+            "class": j.kind,
+            "stages": [
+                {"name": "map", "tasks": j.maps,
+                 "duration": {"dist": "normal", "mean": m, "std": JITTER * m}},
+                {"name": "reduce", "tasks": j.reduces,
+                 "duration": {"dist": "normal", "mean": r, "std": JITTER * r}}],
+            "utility": {"kind": "soft_hard", "soft": round(SLACK * dedicated(j), 1),
+                        "hard": round(2 * SLACK * dedicated(j), 1)}})
+    return {"name": f"rds-table3-{mode}-{day}", "seed": seed,
+            "description": f"RDS Table 3 workload, {mode}, solar day {day}",
+            "cluster": cluster, "workload": {"jobs": jobs}}
+
+
+def workload_of(doc: dict[str, Any]) -> Workload:
+    return build_workload(parse_scenario(doc, doc["name"]))
+
+
+def profile_for(workload: Workload, out: Path) -> Path:
+    """Profiled runs of every job kind of ``workload`` -> a profile file."""
+    samples = profile_samples(workload.jobs, workload.cluster, interval=INTERVAL)
+    return write_profile(out, fit_profile(samples), INTERVAL)
+
+
+# ------------------------------------------------------------------------------ runs
+@dataclass(frozen=True)
+class Run:
+    label: str
+    policy: str
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]]
+    jobs: tuple[Job, ...]
+
+    @property
+    def penalty(self) -> float:
+        return float(self.summary["penalty"])
+
+    def misses(self, kind: str | None = None) -> tuple[int, int, int]:
+        """(soft misses, hard misses, jobs) over the jobs of ``kind`` (all when None)."""
+        soft = hard = n = 0
+        for row, job in zip(self.rows, self.jobs, strict=True):
+            if kind is not None and job.job_class != kind:
+                continue
+            n += 1
+            soft += bool(row["missed"])
+            h = getattr(job.utility, "hard", math.inf)
+            hard += row["finish"] is None or row["finish"] > h + 1e-9
+        return soft, hard, n
+
+    @property
+    def response_mean(self) -> float:
+        return float(self.summary["response_mean"])
+
+
+def run_one(workload: Workload, label: str, policy: str, params: dict[str, Any],
+            out: Path | None) -> Run:
+    res = run_policy(workload, policy, params, out_dir=out)
+    by_id = {j.id: j for j in workload.jobs}
+    return Run(label, policy, res.summary, res.rows, tuple(by_id[r["id"]] for r in res.rows))
+
+
+def improvement(ours: float, theirs: float) -> float | None:
+    """Percent less of a cost (penalty) than ``theirs``; None when theirs is 0."""
+    return None if theirs <= 0 else 100.0 * (theirs - ours) / theirs
+
+
+def pct(x: float | None) -> str:
+    return "   -" if x is None else f"{x:+.0f}%"
+
+
+# ------------------------------------------------------------------------------ experiments
+def variants(profile: Path, quick: bool) -> dict[str, tuple[str, dict[str, Any]]]:
+    """label -> (policy, parameters) of every run of one (mode, day)."""
+    rds = {"profile": str(profile)}
+    out: dict[str, tuple[str, dict[str, Any]]] = {b: (b, {}) for b in BASELINES}
+    out["rds"] = ("rds", {**rds, "predictor": "arima"})
+    out["rds-green"] = ("rds", {**rds, "predictor": "green"})
+    out["rds-oracle"] = ("rds", {**rds, "predictor": "oracle"})
+    out["rds-no-decay"] = ("rds", {**rds, "late_weight": 1.0})  # δ's discount switched off
+    for e in ((35,) if quick else (10, 20, 35)):
+        out[f"rds-err{e}"] = ("rds", {**rds, "progress_error": e / 100.0, "seed": e})
+    for h in ((1,) if quick else (1, 2, 4, 6)):
+        out[f"rds-h{h}"] = ("rds", {**rds, "horizon": h})
+    return out
+
+
+def google_arima_nrmse(steps: int = 3, days: int = 3) -> dict[str, Any] | None:
+    """Fig. 11b: ARIMA's h-step NRMSE on a Google cell's capacity over ``days`` days (the
+    paper's three; 2,000 machines sampled by the ``google-2019-machines`` importer), after a
+    2-hour warm-up; normalised by the range (our default) and by the mean."""
+    files = sorted(GOOGLE.glob("machine_events-*.json.gz")) if GOOGLE.exists() else []
+    if not files:
+        return None
+    res = import_trace("google-2019-machines", files[0], machines=2000,
+                       window=Window(duration=days * 86400.0))
+    doc = {"name": "google-capacity", "cluster": res.document["cluster"],
+           "workload": {"jobs": [{"id": "probe", "submit": 0.0, "stages": [
+               {"name": "map", "tasks": 1, "duration": 1.0}]}]}}
+    prof = CapacityProfile.from_cluster(workload_of(doc).cluster)
+    n = int(days * 86400.0 // INTERVAL)
+    values = prof.means(0.0, INTERVAL, n)
+    times = INTERVAL * np.arange(1, n + 1, dtype=float)
+    log = backtest(make_predictor("arima"), times, values, steps, INTERVAL, warmup=12)
+    by_mean = {}
+    for k in range(1, steps + 1):
+        pairs = [(r.predicted, r.actual) for r in log.records
+                 if r.step == k and r.actual is not None]
+        p, a = np.asarray(pairs).T
+        by_mean[k] = float(np.sqrt(np.mean((p - a) ** 2)) / np.mean(a))
+    return {"by_range": log.nrmse_by_step(), "by_mean": by_mean,
+            "capacity_range_pct": 100.0 * float(np.ptp(values) / np.mean(values))}
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return float(np.mean(xs)) if len(xs) else math.nan
+
+
+def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
+              progress: Say = lambda m: None) -> dict[str, Any]:
+    """Run every experiment; write runs, figures and results.json under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"quick": quick, "seed": seed}
+    progress("case study")
+    result["case"] = case_study(out / "case")
+    days = DAYS[:1] if quick else DAYS
+    runs: dict[str, dict[str, list[Run]]] = {m: {} for m in MODES}
+    for mode in MODES:
+        for d, day in enumerate(days):
+            wl = workload_of(table3_document(mode, day, seed + d))
+            prof = profile_for(wl, out / "profiles" / f"{mode}-{day}.json")
+            for label, (policy, params) in variants(prof, quick).items():
+                progress(f"Table 3 workload, {mode}, {day}: {label}")
+                run = run_one(wl, label, policy, params, out / mode / day / label)
+                runs[mode].setdefault(label, []).append(run)
+    result["days"] = list(days)
+    result["table3"] = {m: table3_rows(runs[m]) for m in MODES}
+    result["fig7"] = {m: fig7(runs[m]) for m in MODES}
+    result["fig9"] = {m: fig9(runs[m]["rds"]) for m in MODES}
+    result["fig10"] = {m: fig10(runs[m]) for m in MODES}
+    result["horizon"] = {m: horizon(runs[m]) for m in MODES}
+    result["fig11"] = {m: fig11(runs[m]) for m in MODES}
+    progress("Fig. 11b: ARIMA on the Google trace")
+    result["fig11b"] = {"paper_nrmse_pct": PAPER_FIG11B,
+                        "days": 1 if quick else 3,
+                        "ours_nrmse_by_step": google_arima_nrmse(days=1 if quick else 3)}
+    result["figures"] = write_figures(out, result, runs)
+    (out / "results.json").write_text(json.dumps(result, indent=1, default=_json) + "\n",
+                                      encoding="utf-8")
+    return result
+
+
+def _json(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(type(x))
+
+
+def case_study(out: Path) -> dict[str, Any]:
+    """Table 1 / Fig. 2: FIFO, Fair and the ideal scheduler (rds + oracle), plus rds."""
+    wl = workload_of(case_study_document())
+    rows: dict[str, Any] = {}
+    for label, policy, params in (("fifo", "fifo", {}), ("fair", "fair", {}),
+                                  ("ideal (rds + oracle)", "rds", {"predictor": "oracle"}),
+                                  ("rds (arima)", "rds", {"predictor": "arima"}),
+                                  ("edf-p", "edf-p", {})):
+        run = run_one(wl, label, policy, params, out / label.split(" ")[0])
+        rows[label] = {r["id"]: {"finish_min": round(r["finish"] / 60.0, 2)
+                                 if r["finish"] is not None else None,
+                                 "deadline_min": round(r["goal"] / 60.0, 2),
+                                 "met": not r["missed"]} for r in run.rows}
+    return {"rows": rows, "paper": {"fifo": "J2 misses", "fair": "J2 misses",
+                                    "ideal (rds + oracle)": "both meet"}}
+
+
+def table3_rows(runs: dict[str, list[Run]]) -> dict[str, Any]:
+    out = {}
+    for label in (*BASELINES, "rds", *(v for v in ("rds-no-decay", "rds-h1") if v in runs)):
+        rs = runs[label]
+        soft = sum(r.misses()[0] for r in rs)
+        hard = sum(r.misses()[1] for r in rs)
+        n = sum(r.misses()[2] for r in rs)
+        per_job: dict[str, list[float]] = {}
+        for r in rs:
+            for row in r.rows:
+                per_job.setdefault(row["id"].split("-")[0], []).append(row["penalty"])
+        out[label] = {"penalty": _mean([r.penalty for r in rs]),
+                      "soft_miss_pct": 100.0 * soft / n, "hard_miss_pct": 100.0 * hard / n,
+                      "response_mean_min": _mean([r.response_mean for r in rs]) / 60.0,
+                      "penalty_by_job": {k: _mean(v) for k, v in per_job.items()}}
+    return out
+
+
+def fig7(runs: dict[str, list[Run]]) -> dict[str, Any]:
+    ours = _mean([r.penalty for r in runs["rds"]])
+    resp = _mean([r.response_mean for r in runs["rds"]])
+    return {b: {"penalty_less_pct": improvement(ours, _mean([r.penalty for r in runs[b]])),
+                "response_less_pct": improvement(resp,
+                                                 _mean([r.response_mean for r in runs[b]]))}
+            for b in BASELINES}
+
+
+def fig9(rs: list[Run]) -> dict[str, Any]:
+    out = {}
+    for kind in TASK_SECONDS:
+        soft = sum(r.misses(kind)[0] for r in rs)
+        hard = sum(r.misses(kind)[1] for r in rs)
+        n = sum(r.misses(kind)[2] for r in rs)
+        out[kind] = {"soft_pct": 100.0 * soft / n, "hard_pct": 100.0 * hard / n}
+    return out
+
+
+def _report(run: Run, *keys: str) -> Any:
+    x: Any = run.summary.get("policy_report", {})
+    for k in keys:
+        x = x.get(k) if isinstance(x, dict) else None
+    return x
+
+
+def fig10(runs: dict[str, list[Run]]) -> dict[str, Any]:
+    nr = [v for r in runs["rds"] if (v := _report(r, "completion_prediction", "nrmse"))
+          is not None]
+    errs = {}
+    for label, rs in runs.items():
+        if label.startswith("rds-err"):
+            e = int(label[len("rds-err"):])
+            errs[e] = {"soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
+                       / sum(r.misses()[2] for r in rs),
+                       "penalty": _mean([r.penalty for r in rs]),
+                       "paper_miss_pct": PAPER_FIG10B.get(e)}
+    base = runs["rds"]
+    errs[0] = {"soft_miss_pct": 100.0 * sum(r.misses()[0] for r in base)
+               / sum(r.misses()[2] for r in base), "penalty": _mean([r.penalty for r in base]),
+               "paper_miss_pct": None}
+    return {"completion_nrmse_pct": 100.0 * _mean(nr) if nr else None,
+            "paper_completion_nrmse_pct": PAPER_FIG10A_NRMSE,
+            "injected": dict(sorted(errs.items()))}
+
+
+def horizon(runs: dict[str, list[Run]]) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for label, rs in runs.items():
+        if label == "rds" or label.startswith("rds-h"):
+            h = 3 if label == "rds" else int(label[len("rds-h"):])
+            cap = [_report(r, "capacity_prediction", "nrmse_by_step") or {} for r in rs]
+            out[h] = {"penalty": _mean([r.penalty for r in rs]),
+                      "soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
+                      / sum(r.misses()[2] for r in rs),
+                      "capacity_nrmse_last_step": _mean(
+                          [c[str(h)] for c in cap if c.get(str(h)) is not None])}
+    return {k: out[k] for k in sorted(out)}
+
+
+def fig11(runs: dict[str, list[Run]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label in ("rds", "rds-green", "rds-oracle"):
+        rs = runs[label]
+        cap = [_report(r, "capacity_prediction", "nrmse_by_step") or {} for r in rs]
+        out[label] = {"penalty": _mean([r.penalty for r in rs]),
+                      "soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
+                      / sum(r.misses()[2] for r in rs),
+                      "capacity_nrmse": {s: _mean([c[s] for c in cap if c.get(s) is not None])
+                                         for s in ("1", "2", "3")}}
+    out["green_less_penalty_pct"] = improvement(out["rds-green"]["penalty"],
+                                                out["rds"]["penalty"])
+    out["paper_green_less_penalty_pct"] = PAPER_FIG11A_GREEN
+    return out

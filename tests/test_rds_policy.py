@@ -1,0 +1,195 @@
+"""The ``rds`` policy: case study, job management (Algorithm 1, fast path), invariants,
+determinism, outputs and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from builders import change, check_run_invariants, make_cluster, make_job, run
+from utilon.core.snapshot import JobView, StageView
+from utilon.errors import ParameterError
+from utilon.model.lifecycle import JobState
+from utilon.model.utility import Constant, SoftHard
+from utilon.policies import make_policy
+from utilon.policies.rds.capacity import CapacityProfile
+from utilon.policies.rds.slots import dynamic_slot_grants, whole_slots
+from utilon.repro import rds as R
+from utilon.runner import run_policy
+
+
+def _view(jid: str, running: int, ready: int, goal: float = 100.0, submit: float = 0.0
+          ) -> JobView:
+    st = StageView("map", 0, "map", running + ready, 0, ready, running, 0, 10.0,
+                   None, 1.0, False)  # type: ignore[arg-type]
+    return JobView(jid, "t", submit, 1.0, 0, "", SoftHard(submit, goal, 2 * goal),
+                   JobState.RUNNING, 0.0, (st,))
+
+
+def test_algorithm1_orders_by_deficit_and_caps_at_target() -> None:
+    jobs = [_view("a", running=4, ready=10), _view("b", running=0, ready=10),
+            _view("c", running=6, ready=10), _view("w", running=0, ready=5, goal=50.0)]
+    d = dynamic_slot_grants(jobs, {"a": 5.0, "b": 3.0, "c": 2.0}, [], r_slot=1.0)
+    assert [g.job for g in d.grants] == ["b", "a", "c", "w"]  # deficits 3, 1, -4; then waiting
+    assert [g.slots for g in d.grants] == [3, 5, 2, 0]
+    assert d.backfill
+    strict = dynamic_slot_grants(jobs, {"a": 5.0, "b": 3.0, "c": 2.0}, [], r_slot=1.0,
+                                 work_conserving=False)
+    assert "w" not in [g.job for g in strict.grants]
+
+
+def test_algorithm1_fast_path_first_and_slot_size() -> None:
+    jobs = [_view("a", running=0, ready=10), _view("f", running=0, ready=3)]
+    d = dynamic_slot_grants(jobs, {"a": 4.0}, ["f"], r_slot=2.0)
+    assert d.grants[0].job == "f" and d.grants[0].slots is None
+    assert d.grants[1].slots == 2  # 4 capacity units at 2 per slot (scale-up speed 2)
+    assert whole_slots(0.0, 1.0) == 0 and whole_slots(0.2, 1.0) == 1
+    assert whole_slots(2.5, 1.0) == 3
+
+
+def test_capacity_profile_means() -> None:
+    cluster = make_cluster(2, slots=2, timeline=[
+        change(100, "m0", "speed", 2.0), change(200, "m1", "leave"), change(300, "m1", "join")])
+    prof = CapacityProfile.from_cluster(cluster)
+    assert prof.at(0) == 4 and prof.at(150) == 6 and prof.at(250) == 4 and prof.at(350) == 6
+    np.testing.assert_allclose(prof.means(0, 100, 4), [4, 6, 4, 6])
+    np.testing.assert_allclose(prof.means(50, 100, 1), [5])
+
+
+def _case() -> tuple:
+    wl = R.workload_of(R.case_study_document())
+    return wl, {j.id: j for j in wl.jobs}
+
+
+@pytest.mark.parametrize(("policy", "params", "j2_met"), [
+    ("fifo", {}, False), ("fair", {}, False), ("rds", {"predictor": "oracle"}, True)])
+def test_case_study_table1(policy: str, params: dict, j2_met: bool) -> None:
+    wl, _ = _case()
+    res = run_policy(wl, policy, params)
+    met = {r["id"]: not r["missed"] for r in res.rows}
+    assert met["J2"] is j2_met
+    if policy == "rds":
+        assert met["J1"], res.rows  # the ideal scheduler meets both deadlines (Fig. 2d)
+
+
+def test_rds_invariants_scale_out_with_leaving_machines() -> None:
+    tl = [change(t, f"m{i}", a) for t, a in ((150, "leave"), (900, "join")) for i in (2, 3)]
+    tl += [change(900, "m0", "speed", 0.5), change(2100, "m0", "speed", 1.0)]
+    cluster = make_cluster(4, slots=2, timeline=tl)
+    jobs = [make_job(f"j{i}", submit=i * 200.0, maps=24, reduces=2, dur=100.0,
+                     utility=SoftHard(i * 200.0, i * 200.0 + 2500, i * 200.0 + 5000))
+            for i in range(5)]
+    jobs.append(make_job("short", submit=180.0, maps=2, reduces=0, dur=30.0,
+                         utility=SoftHard(180.0, 280.0, 380.0)))
+    result = run(cluster, jobs, "rds", interval=300.0, predictor="last")
+    check_run_invariants(result, cluster, jobs)
+    assert all(j.finish is not None for j in result.core.jobs.values())
+    # the fast path: a job due before the next control instant (300) gets the first free slot
+    assert result.core.jobs["short"].start == pytest.approx(200.0)  # first slot freed
+    assert result.core.jobs["short"].finish <= 280.0
+    assert result.core.stats.lost > 0  # tasks on leaving machines are lost and re-run
+    slow = run(cluster, jobs, "rds", interval=300.0, predictor="last", fast_path=False)
+    assert slow.core.jobs["short"].start >= 300.0
+
+
+def test_rds_deterministic_and_reports(tmp_path: Path) -> None:
+    wl, _ = _case()
+    a = run_policy(wl, "rds", {"predictor": "arima"}, out_dir=tmp_path / "a")
+    run_policy(wl, "rds", {"predictor": "arima"}, out_dir=tmp_path / "b")
+    for name in ("jobs.csv", "allocation.csv", "capacity.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    sa = json.loads((tmp_path / "a" / "summary.json").read_text())
+    sb = json.loads((tmp_path / "b" / "summary.json").read_text())
+    sa.pop("timing"), sb.pop("timing")
+    assert sa == sb
+    rep = sa["policy_report"]
+    assert rep["optimizer"]["calls"] >= 4 and rep["optimizer"]["fallbacks"] == 0
+    assert {"1", "2"} <= set(rep["capacity_prediction"]["nrmse_by_step"])
+    assert rep["progress_model"]["updates"] > 0
+    assert rep["progress_model"]["step_nrmse"] is not None
+    assert "hard_misses" in sa
+    assert a.summary["timing"]["solver_calls"] == rep["optimizer"]["calls"]
+
+
+def test_rds_parameter_errors(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="unknown predictor 'psychic'"):
+        make_policy("rds", {"predictor": "psychic"})
+    with pytest.raises(ParameterError, match="horizon"):
+        make_policy("rds", {"horizon": 0})
+    with pytest.raises(ParameterError, match="not found"):
+        make_policy("rds", {"profile": str(tmp_path / "nope.json")})
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ParameterError, match="not a progress-model profile"):
+        make_policy("rds", {"profile": str(bad)})
+
+
+def test_constant_utility_jobs_still_run() -> None:
+    cluster = make_cluster(2, slots=2)
+    jobs = [make_job("a", maps=6, reduces=1, dur=50.0, utility=Constant()),
+            make_job("b", submit=100.0, maps=4, reduces=0, dur=50.0, utility=Constant())]
+    result = run(cluster, jobs, "rds", interval=120.0, predictor="last")
+    check_run_invariants(result, cluster, jobs)
+    assert all(j.finish is not None for j in result.core.jobs.values())
+
+
+# ---------------------------------------------------------------------- the reproduction
+def test_table3_workload_follows_the_paper() -> None:
+    doc = R.table3_document("scale-out", R.DAYS[0], seed=0)
+    jobs = doc["workload"]["jobs"]
+    assert [j["id"].split("-")[0] for j in jobs] == [f"J{i}" for i in range(1, 10)]
+    assert [j["stages"][0]["tasks"] for j in jobs] == [t.maps for t in R.TABLE3]
+    assert [j["stages"][1]["tasks"] for j in jobs] == [t.reduces for t in R.TABLE3]
+    gaps = np.diff([j["submit"] for j in jobs])
+    np.testing.assert_allclose(gaps, R.INTERVAL)  # 10-minute inter-arrival (§5.3)
+    for j, t in zip(jobs, R.TABLE3, strict=True):
+        assert j["utility"]["soft"] == pytest.approx(2.5 * R.dedicated(t), abs=0.1)
+        assert j["utility"]["hard"] == pytest.approx(2 * j["utility"]["soft"], abs=0.2)
+        # our assumed task durations put each job near its Table 3 deadline / 2.5
+        assert R.dedicated(t) / 60 == pytest.approx(t.deadline_min / 2.5, rel=0.3)
+    wl = R.workload_of(doc)
+    assert len(wl.cluster.machines) == R.NODES
+    # a week of history before the first job, then the experiment
+    assert jobs[0]["submit"] == R.HISTORY_DAYS * 86400 + R.START_HOUR * 3600
+
+
+@pytest.mark.parametrize(("mode", "actions"), [("scale-out", {"join", "leave"}),
+                                               ("scale-up", {"speed"})])
+def test_solar_cluster_modes(mode: str, actions: set[str]) -> None:
+    wl = R.workload_of(R.table3_document(mode, R.DAYS[0], seed=0))
+    seen = {c.action.value for c in wl.cluster.timeline}
+    assert seen == actions
+    prof = CapacityProfile.from_cluster(wl.cluster)
+    full = R.NODES * R.SLOTS
+    assert prof.values.min() >= 0.5 * full - 1e-9  # half the power is from the grid
+    assert prof.values.max() <= full + 1e-9
+
+
+def test_profile_trains_a_model_per_kind(tmp_path: Path) -> None:
+    wl = R.workload_of(R.table3_document("scale-out", R.DAYS[0], seed=0))
+    path = R.profile_for(wl, tmp_path / "p.json")
+    data = json.loads(path.read_text())
+    assert sorted(data["models"]) == ["grep", "terasort", "wordcount"]
+    pol = make_policy("rds", {"profile": str(path)})
+    assert sorted(pol._models) == ["grep", "terasort", "wordcount"]
+
+
+@pytest.mark.slow
+def test_reproduce_rds_quick_cli(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from utilon.cli import app
+
+    res = CliRunner().invoke(app, ["reproduce", "rds", "--quick", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    for text in ("Table 1 / Fig. 2", "scale-up", "scale-out", "36%", "43%", "Fig. 9",
+                 "Fig. 10", "Fig. 11", "paper 9.5–13%"):
+        assert text in res.output
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["case"]["rows"]["ideal (rds + oracle)"]["J2"]["met"]
+    assert not data["case"]["rows"]["fifo"]["J2"]["met"]
+    for fig in data["figures"]:
+        assert (tmp_path / fig).stat().st_size > 10_000
