@@ -513,8 +513,10 @@ def _load_profile(path: str) -> dict[str, ProgressModel]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return {k: ProgressModel.from_dict(v) for k, v in data["models"].items()}
     except FileNotFoundError:
-        raise ParameterError(f"rds: profile file {path} not found; create one with "
-                             "`utilon reproduce rds` or drop the profile parameter") from None
+        raise ParameterError(f"rds: profile file {path} not found; write one with "
+                             "utilon.policies.rds.profile (profile_samples, fit_profile, "
+                             "write_profile), take one from `utilon reproduce rds` "
+                             "(runs/reproduce/rds/profiles/), or drop the parameter") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise ParameterError(f"rds: profile file {path} is not a progress-model profile "
                              f"({exc}); regenerate it") from None
