@@ -87,7 +87,7 @@ def _p(x: float | None, nd: int = 0) -> str:
 @reproduce_app.command("rds")
 def rds(
     quick: Annotated[bool, typer.Option("--quick", help="one solar day instead of five, "
-                                        "fewer error/horizon points: a few minutes")] = False,
+                                        "fewer error/horizon points: about a minute")] = False,
     out_dir: Annotated[Path, typer.Option("--out", help="where runs, figures and "
                                           "results.json go")] = Path("runs/reproduce/rds"),
     seed: Annotated[int, typer.Option("--seed", help="task-duration jitter seed")] = 0,
