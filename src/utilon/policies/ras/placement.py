@@ -77,6 +77,22 @@ class _State:
         self.used = np.zeros_like(capacity)
         for j, job in enumerate(jobs):
             self.used += np.outer(self.maps[j], job.map_demand)
+        # vectorised views for the per-slot choices (hot path at 1,000 x 500)
+        self.map_dem = (np.array([j.map_demand for j in jobs]) if n
+                        else np.zeros((0, capacity.shape[1])))
+        self.s_pend = np.array([j.s_pend for j in jobs], dtype=np.int64)
+        self.s_req = np.array([j.s_req for j in jobs], dtype=float)
+        self.coupled = np.array([not j.reduce_phase and j.parallel_copies > 0 for j in jobs],
+                                dtype=bool)
+        self.copies = np.array([j.parallel_copies for j in jobs], dtype=np.int64)
+        self.u = np.zeros(n)
+        self.tb = np.zeros(n)
+        for j in range(n):
+            self._rekey(j)
+
+    def _rekey(self, j: int) -> None:
+        k = order_key(self.utility(j), self.jobs[j].s_req)
+        self.u[j], self.tb[j] = k.utility, k.neg_required
 
     def reducer_demand(self, j: int, s_alloc: int | None = None) -> NDArray[np.float64]:
         job = self.jobs[j]
@@ -114,6 +130,45 @@ class _State:
         self.used[tt] += self.reducer_demand(j)
         self.red[j, tt] += 1
         self.r_alloc[j] += 1
+        self._rekey(j)
+
+    def freeze_reducers(self) -> None:
+        """After the reducers are placed (they stay put during the map rounds): the
+        (job, host, count) pairs of shuffling reducers, for the vectorised room check."""
+        jobs_, hosts = np.nonzero(self.red)
+        keep = self.coupled[jobs_]
+        self.pj, self.ph = jobs_[keep], hosts[keep]
+        self.pc = self.red[self.pj, self.ph].astype(float)
+        # pairs are sorted by job (np.nonzero is row-major): CSR offsets per job
+        self.p_start = np.searchsorted(self.pj, np.arange(len(self.jobs)))
+        self.p_len = np.searchsorted(self.pj, np.arange(len(self.jobs)), side="right") - \
+            self.p_start
+        self.spm = (np.array([j.shuffle_per_map for j in self.jobs]) if self.jobs
+                    else np.zeros((0, self.cap.shape[1])))
+
+    def map_room(self, tt: int, among: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
+        """The jobs (of ``among``, default all) with room_for_new_job_slot(job, tt) for a
+        map."""
+        idx = np.arange(len(self.jobs)) if among is None else among
+        free = self.cap[tt] - self.used[tt] + EPS
+        idx = idx[(self.s_alloc[idx] < self.s_pend[idx])
+                  & (self.map_dem[idx] <= free).all(axis=1)]
+        # jobs whose shuffling reducers grow with one more map: check every reducer host
+        grow = self.coupled[idx] & (self.s_alloc[idx] < self.copies[idx]) & (
+            self.r_alloc[idx] > 0)
+        if grow.any():
+            g = idx[grow]
+            lens = self.p_len[g]
+            firsts = np.repeat(self.p_start[g] - np.cumsum(lens) + lens, lens)
+            rows = firsts + np.arange(int(lens.sum()))
+            pj, ph = self.pj[rows], self.ph[rows]
+            extra = self.pc[rows, None] * self.spm[pj]
+            at = ph == tt
+            extra[at] += self.map_dem[pj[at]]
+            bad = pj[~(self.used[ph] + extra <= self.cap[ph] + EPS).all(axis=1)]
+            if len(bad):
+                idx = idx[~np.isin(idx, bad)]
+        return idx
 
     def move_map(self, j: int, tt: int, step: int) -> None:
         job = self.jobs[j]
@@ -125,6 +180,7 @@ class _State:
             delta = self.reducer_demand(j) - before
             if np.any(delta):
                 self.used += np.outer(self.red[j], delta)
+        self._rekey(j)
 
 
 def place(jobs: list[PlacementJob], capacity: NDArray[np.float64], *, rounds: int = 3,
@@ -139,6 +195,7 @@ def place(jobs: list[PlacementJob], capacity: NDArray[np.float64], *, rounds: in
     if n and np.any(st.used > cap + EPS):  # the old placement no longer fits: start afresh
         st = _State(jobs, cap, np.zeros((n, t), dtype=np.int64))
     _place_reducers(st)
+    st.freeze_reducers()
     done = 0
     for done in range(1, rounds + 1):  # noqa: B007 - the count is reported
         if not _map_round(st):
@@ -151,43 +208,56 @@ def _place_reducers(st: _State) -> None:
     n, t = st.maps.shape
     per_tt = np.zeros(t, dtype=np.int64)
     for j in range(n):
-        order = sorted(range(t), key=lambda k: (per_tt[k], st.red[j, k], k))
-        for tt in order:
-            if st.room_for_reducer(j, tt):
-                st.add_reducer(j, tt)
+        if st.jobs[j].r_pend <= 0:
+            continue
+        # fewest reducers first (this job has none yet this cycle), then by index
+        for tt in np.argsort(per_tt, kind="stable"):
+            if st.r_alloc[j] >= st.jobs[j].r_pend:
+                break
+            if st.room_for_reducer(j, int(tt)):
+                st.add_reducer(j, int(tt))
                 per_tt[tt] += 1
 
 
 def _map_round(st: _State) -> bool:
     """One round over the TaskTrackers (lines 10–24); True if the placement changed."""
-    n, t = st.maps.shape
+    t = st.maps.shape[1]
     before = st.maps.copy()
     for tt in range(t):
         poorest = _poorest(st, tt)
         if poorest is not None:
             floor = st.key(poorest)
             while True:  # lines 13-19: take from the richest while it stays above the floor
-                holders = [j for j in range(n) if st.maps[j, tt] > 0 and j != poorest]
-                if not holders:
+                holders = np.flatnonzero(st.maps[:, tt] > 0)
+                holders = holders[holders != poorest]
+                if not len(holders):
                     break
-                rich = max(holders, key=st.key)
+                rich = _pick(st, holders, richest=True)
                 st.move_map(rich, tt, -1)
                 if st.key(rich) < floor:
                     st.move_map(rich, tt, +1)  # P <- P_old: the last move crossed the floor
                     break
-        while True:  # lines 20-23: fill the TaskTracker, poorest job first
-            j = _poorest(st, tt)
-            if j is None:
-                break
+        # lines 20-23: fill the TaskTracker, poorest job first; placing a map only ever
+        # takes room away, so the candidates are re-checked among the previous ones only
+        cand = st.map_room(tt)
+        while len(cand):
+            j = _pick(st, cand)
             st.move_map(j, tt, +1)
+            cand = st.map_room(tt, cand)
     return not np.array_equal(before, st.maps)
 
 
+def _pick(st: _State, cand: NDArray[np.int64], *, richest: bool = False) -> int:
+    """The job of ``cand`` with the lowest (or highest) key; ties to the lowest index."""
+    sign = -1.0 if richest else 1.0
+    u = sign * st.u[cand]
+    cand = cand[u == u.min()]
+    if len(cand) > 1:
+        tb = sign * st.tb[cand]
+        cand = cand[tb == tb.min()]
+    return int(cand[0])
+
+
 def _poorest(st: _State, tt: int) -> int | None:
-    best: tuple[OrderKey, int] | None = None
-    for j in range(len(st.jobs)):
-        if st.room_for_map(j, tt):
-            k = (st.key(j), j)
-            if best is None or k < best:
-                best = k
-    return None if best is None else best[1]
+    cand = st.map_room(tt)
+    return None if not len(cand) else _pick(st, cand)
