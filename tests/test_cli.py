@@ -342,3 +342,13 @@ def test_schema_out_file_is_the_published_one(tmp_path: Path) -> None:
     assert (tmp_path / "s.json").read_text(encoding="utf-8") == published, (
         "docs/scenario.schema.json is stale: run `utilon schema --out docs/scenario.schema.json`"
     )
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    res = CliRunner().invoke(app, ["simulate", str(ROOT / "examples" / "small-mapreduce.yaml"),
+                                   "-p", "fifo", "--out", str(blocker / "run")])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and str(blocker) in lines[0]

@@ -20,13 +20,21 @@ state = {"debug": False}
 
 @contextmanager
 def errors() -> Iterator[None]:
-    """Turn a ``UtilonError`` into one ``error:`` line and exit status 2 (``--debug``: raise)."""
+    """Turn a ``UtilonError`` (or an ``OSError`` on a path) into one ``error:`` line and exit
+    status 2 (``--debug``: raise)."""
     try:
         yield
     except UtilonError as e:
         if state["debug"]:
             raise
         err.print(f"[bold red]error:[/] {e.one_line()}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except OSError as e:  # an output or input path the OS refuses: one line, not a traceback
+        if state["debug"]:
+            raise
+        where = f"{e.filename}: " if e.filename else ""
+        err.print(f"[bold red]error:[/] {where}{e.strerror or e} (fix: check the path exists "
+                  "and is writable/readable)", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -198,6 +198,13 @@ def run_one(workload: Workload, label: str, policy: str, params: dict[str, Any],
     return Run(label, policy, res.summary, res.rows, tuple(by_id[r["id"]] for r in res.rows))
 
 
+def miss_pct(runs: Sequence[Run], which: int = 0, kind: str | None = None) -> float:
+    """Percent of the jobs (of ``kind``) over ``runs`` with a soft (0) or hard (1) miss."""
+    counts = [r.misses(kind) for r in runs]
+    n = sum(c[2] for c in counts)
+    return 100.0 * sum(c[which] for c in counts) / n if n else math.nan
+
+
 def improvement(ours: float, theirs: float) -> float | None:
     """Percent less of a cost (penalty) than ``theirs``; None when theirs is 0."""
     return None if theirs <= 0 else 100.0 * (theirs - ours) / theirs
@@ -319,15 +326,12 @@ def table3_rows(runs: dict[str, list[Run]]) -> dict[str, Any]:
     out = {}
     for label in (*BASELINES, "rds", *(v for v in ("rds-no-decay", "rds-h1") if v in runs)):
         rs = runs[label]
-        soft = sum(r.misses()[0] for r in rs)
-        hard = sum(r.misses()[1] for r in rs)
-        n = sum(r.misses()[2] for r in rs)
         per_job: dict[str, list[float]] = {}
         for r in rs:
             for row in r.rows:
                 per_job.setdefault(row["id"].split("-")[0], []).append(row["penalty"])
         out[label] = {"penalty": _mean([r.penalty for r in rs]),
-                      "soft_miss_pct": 100.0 * soft / n, "hard_miss_pct": 100.0 * hard / n,
+                      "soft_miss_pct": miss_pct(rs), "hard_miss_pct": miss_pct(rs, 1),
                       "response_mean_min": _mean([r.response_mean for r in rs]) / 60.0,
                       "penalty_by_job": {k: _mean(v) for k, v in per_job.items()}}
     return out
@@ -343,13 +347,8 @@ def fig7(runs: dict[str, list[Run]]) -> dict[str, Any]:
 
 
 def fig9(rs: list[Run]) -> dict[str, Any]:
-    out = {}
-    for kind in TASK_SECONDS:
-        soft = sum(r.misses(kind)[0] for r in rs)
-        hard = sum(r.misses(kind)[1] for r in rs)
-        n = sum(r.misses(kind)[2] for r in rs)
-        out[kind] = {"soft_pct": 100.0 * soft / n, "hard_pct": 100.0 * hard / n}
-    return out
+    return {kind: {"soft_pct": miss_pct(rs, 0, kind), "hard_pct": miss_pct(rs, 1, kind)}
+            for kind in TASK_SECONDS}
 
 
 def _report(run: Run, *keys: str) -> Any:
@@ -366,13 +365,11 @@ def fig10(runs: dict[str, list[Run]]) -> dict[str, Any]:
     for label, rs in runs.items():
         if label.startswith("rds-err"):
             e = int(label[len("rds-err"):])
-            errs[e] = {"soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
-                       / sum(r.misses()[2] for r in rs),
+            errs[e] = {"soft_miss_pct": miss_pct(rs),
                        "penalty": _mean([r.penalty for r in rs]),
                        "paper_miss_pct": PAPER_FIG10B.get(e)}
     base = runs["rds"]
-    errs[0] = {"soft_miss_pct": 100.0 * sum(r.misses()[0] for r in base)
-               / sum(r.misses()[2] for r in base), "penalty": _mean([r.penalty for r in base]),
+    errs[0] = {"soft_miss_pct": miss_pct(base), "penalty": _mean([r.penalty for r in base]),
                "paper_miss_pct": None}
     return {"completion_nrmse_pct": 100.0 * _mean(nr) if nr else None,
             "paper_completion_nrmse_pct": PAPER_FIG10A_NRMSE,
@@ -386,8 +383,7 @@ def horizon(runs: dict[str, list[Run]]) -> dict[int, Any]:
             h = 3 if label == "rds" else int(label[len("rds-h"):])
             cap = [_report(r, "capacity_prediction", "nrmse_by_step") or {} for r in rs]
             out[h] = {"penalty": _mean([r.penalty for r in rs]),
-                      "soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
-                      / sum(r.misses()[2] for r in rs),
+                      "soft_miss_pct": miss_pct(rs),
                       "capacity_nrmse_last_step": _mean(
                           [c[str(h)] for c in cap if c.get(str(h)) is not None])}
     return {k: out[k] for k in sorted(out)}
@@ -399,8 +395,7 @@ def fig11(runs: dict[str, list[Run]]) -> dict[str, Any]:
         rs = runs[label]
         cap = [_report(r, "capacity_prediction", "nrmse_by_step") or {} for r in rs]
         out[label] = {"penalty": _mean([r.penalty for r in rs]),
-                      "soft_miss_pct": 100.0 * sum(r.misses()[0] for r in rs)
-                      / sum(r.misses()[2] for r in rs),
+                      "soft_miss_pct": miss_pct(rs),
                       "capacity_nrmse": {s: _mean([c[s] for c in cap if c.get(s) is not None])
                                          for s in ("1", "2", "3")}}
     out["green_less_penalty_pct"] = improvement(out["rds-green"]["penalty"],

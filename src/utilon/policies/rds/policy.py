@@ -44,7 +44,7 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,45 +72,38 @@ PAPER_Q = (0.0173, 0.0168, 0.0194)  # §5.2, reduce
 OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free progress
 
 
-def job_work(job: JobView) -> tuple[float, float, float, float]:
-    """(total, done, runnable map, runnable reduce) of a job, in task-seconds / tasks.
+def job_work(job: JobView) -> tuple[float, float]:
+    """(total, done) task-seconds of a job.
 
     Like Hadoop's progress score, running tasks count in part: half of their expected
     duration (the snapshot does not say how far each is), so that progress does not jump
     by a whole task at each completion."""
     total = done = 0.0
-    run_m = run_r = 0.0
     for s in job.stages:
         total += s.total * s.expected_duration
         done += (s.done + 0.5 * s.running) * s.expected_duration
-        if s.kind == "reduce":
-            run_r += s.ready + s.running
-        else:
-            run_m += s.ready + s.running
-    return total, done, run_m, run_r
+    return total, done
 
 
-def phase_counts(job: JobView) -> tuple[int, int, int, int]:
-    """Running map-like and reduce tasks, then done ones."""
-    rm = rr = dm = dr = 0
+class PhaseCounts(NamedTuple):
+    """Task counts of a job's map-like stages and of its reduce stages."""
+
+    running_map: int
+    running_reduce: int
+    done_map: int
+    done_reduce: int
+    remaining_map: int
+    remaining_reduce: int
+
+
+def phase_counts(job: JobView) -> PhaseCounts:
+    c = [0] * 6
     for s in job.stages:
-        if s.kind == "reduce":
-            rr += s.running
-            dr += s.done
-        else:
-            rm += s.running
-            dm += s.done
-    return rm, rr, dm, dr
-
-
-def remaining_split(job: JobView) -> tuple[int, int]:
-    m = r = 0
-    for s in job.stages:
-        if s.kind == "reduce":
-            r += s.remaining
-        else:
-            m += s.remaining
-    return m, r
+        r = 1 if s.kind == "reduce" else 0
+        c[r] += s.running
+        c[2 + r] += s.done
+        c[4 + r] += s.remaining
+    return PhaseCounts(*c)
 
 
 @dataclass
@@ -245,7 +238,7 @@ class Rds(Policy):
             if t is None:
                 continue
             seen.add(j.id)
-            rm, rr, dm, dr = phase_counts(j)
+            rm, rr, dm, dr, _, _ = phase_counts(j)
             if dt > 0:
                 t.acc_map += dt * self._last_rslot * (rm + dm - t.done_map)
                 t.acc_reduce += dt * self._last_rslot * (rr + dr - t.done_reduce)
@@ -273,8 +266,8 @@ class Rds(Policy):
         self._observed += k
 
     def _admit(self, job: JobView, now: float) -> None:
-        total, _, _, _ = job_work(job)
-        rem_m, rem_r = remaining_split(job)
+        total, _ = job_work(job)
+        *_, rem_m, rem_r = phase_counts(job)
         size = max(total, 1e-9)
         self._tracks[job.id] = _Track(kind=job.job_class or "default", size=size, since=now,
                                       total_map=rem_m, total_reduce=rem_r,
@@ -341,13 +334,12 @@ class Rds(Policy):
         steps = np.arange(1, hp + 1)
         for row, j in enumerate(jobs):
             t = self._tracks[j.id]
-            total, done, _, _ = job_work(j)
+            total, done = job_work(j)
             prog = done / total if total > 0 else 1.0
             if measure:
                 self._measure(t, prog, now, r_a)
             model = self._model(t.kind, t.size, r_a)
-            run_m, run_r, _, _ = phase_counts(j)
-            rem_m, rem_r = remaining_split(j)
+            run_m, run_r, _, _, rem_m, rem_r = phase_counts(j)
             u_m, u_r = run_m * r_slot, run_r * r_slot
             a, bm, br, ar = model.linearize(u_m, u_r, t.size, t.last_step)
             # The lag's coefficient is not identifiable from runs at steady allocation

@@ -53,13 +53,13 @@ class _Probe(Policy):
         job = snapshot.jobs[0]
         now = snapshot.now
         r_a, slots = effective_capacity(snapshot.machines, snapshot.slot_resource)
-        rm, rr, dm, dr = phase_counts(job)
+        rm, rr, dm, dr, _, _ = phase_counts(job)
         if self._last is not None:  # measured as the rds policy measures (policy.py)
             t0, dm0, dr0, rs = self._last
             self._acc[0] += (now - t0) * rs * (rm + dm - dm0)
             self._acc[1] += (now - t0) * rs * (rr + dr - dr0)
         self._last = (now, dm, dr, r_a / slots if slots else 1.0)
-        total, done, _, _ = job_work(job)
+        total, done = job_work(job)
         prog = done / total if total > 0 else 1.0
         if self._prev is None:
             self._prev = (now, prog, 0.0)
