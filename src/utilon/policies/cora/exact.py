@@ -180,6 +180,7 @@ from utilon.policies.cora.feasibility import (
     resource_feasible,
     slots_needed,
 )
+from utilon.policies.cora.firstfit import first_fit, first_fit1
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
 
 __all__ = ["deadlines_feasible", "resource_feasible", "slots_needed", "solve_exact"]
@@ -404,7 +405,7 @@ class _Solver:
 
     def _scan_small(self, arr: np.ndarray, key: np.ndarray,
                     slack: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """``_first_fit`` on numpy input (plain Python is faster than numpy on short lists)."""
+        """``first_fit`` on numpy input (plain Python is faster than numpy on short lists)."""
         if self.r_n == 1:
             need = self.dem1[arr]
             cs = np.cumsum(need)
@@ -414,11 +415,11 @@ class _Solver:
             while 0 < i < key.shape[0] and key[i - 1] == key[i]:
                 i -= 1
             left = float(slack[0]) - (float(cs[i - 1]) if i else 0.0)
-            out = _first_fit1(arr[i:].tolist(), key[i:].tolist(), need[i:].tolist(), left)
+            out = first_fit1(arr[i:].tolist(), key[i:].tolist(), need[i:].tolist(), left)
             if out is not None:
                 out = (arr[:i].tolist() + out[0], out[1])
         else:
-            out = _first_fit(arr.tolist(), key.tolist(), self.dem_mat[arr].tolist(),
+            out = first_fit(arr.tolist(), key.tolist(), self.dem_mat[arr].tolist(),
                              slack.tolist())
         if out is None:
             return None
@@ -468,8 +469,8 @@ class _Solver:
             col = [row[d + 1] for row in rank]
             arr.sort(key=lambda i: (col[i], i))
             keys = [col[i] for i in arr]
-            out = (_first_fit1(arr, keys, [dem1[i] for i in arr], slacks[d][0]) if one
-                   else _first_fit(arr, keys, [dems[i] for i in arr], slacks[d]))
+            out = (first_fit1(arr, keys, [dem1[i] for i in arr], slacks[d][0]) if one
+                   else first_fit(arr, keys, [dems[i] for i in arr], slacks[d]))
             if out is None:
                 ok = False
                 break
@@ -699,91 +700,6 @@ class _Solver:
                 break  # out of budget: keep the best completed choice
         assert best is not None
         return best
-
-
-def _first_fit1(ids: list[int], keys: list[int], need: list[float],
-                slack: float) -> tuple[list[int], list[int]] | None:
-    """First fit across one prefix in key order, one resource: a job crosses if its demand
-    fits in what is left of the slack, else it is blocked.  Jobs with equal keys are
-    candidates of the same level and are decided as one group: those that do not fit alone
-    are blocked, the others cross together, or the tie is stuck (None)."""
-    acc: list[int] = []
-    blk: list[int] = []
-    n = len(ids)
-    low = list(need)  # suffix minima: once nobody left fits, stop
-    for q in range(n - 2, -1, -1):
-        if low[q + 1] < low[q]:
-            low[q] = low[q + 1]
-    s = slack
-    i = 0
-    while i < n:
-        if low[i] > s:
-            blk.extend(ids[i:])
-            break
-        j = i + 1
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        if j == i + 1:
-            if need[i] <= s:
-                s -= need[i]
-                acc.append(ids[i])
-            else:
-                blk.append(ids[i])
-            i = j
-            continue
-        tot = 0.0
-        ok = []
-        for q in range(i, j):
-            if need[q] <= s:
-                ok.append(ids[q])
-                tot += need[q]
-            else:
-                blk.append(ids[q])
-        if tot > s:
-            return None
-        s -= tot
-        acc.extend(ok)
-        i = j
-    return acc, blk
-
-
-def _first_fit(ids: list[int], keys: list[int], needs: list[list[float]],
-               slack: list[float]) -> tuple[list[int], list[int]] | None:
-    """``_first_fit1`` for several resources (a job must fit in every one)."""
-    acc: list[int] = []
-    blk: list[int] = []
-    n = len(ids)
-    r_n = len(slack)
-    sl = list(slack)
-    # per resource suffix minima: once one resource has no room for anyone left, stop
-    low = [list(col) for col in zip(*needs, strict=True)] if n else []
-    for col in low:
-        for q in range(n - 2, -1, -1):
-            if col[q + 1] < col[q]:
-                col[q] = col[q + 1]
-    i = 0
-    while i < n:
-        if any(low[r][i] > sl[r] for r in range(r_n)):
-            blk.extend(ids[i:])
-            break
-        j = i + 1
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        tots = [0.0] * r_n
-        ok = []
-        for q in range(i, j):
-            nq = needs[q]
-            if all(nq[r] <= sl[r] for r in range(r_n)):
-                ok.append(ids[q])
-                tots = [tots[r] + nq[r] for r in range(r_n)]
-            else:
-                blk.append(ids[q])
-        if j > i + 1 and any(tots[r] > sl[r] for r in range(r_n)):
-            return None
-        sl = [sl[r] - tots[r] for r in range(r_n)]
-        acc.extend(ok)
-        i = j
-    return acc, blk
 
 
 def _lex_greater(a: np.ndarray, b: np.ndarray) -> bool:
