@@ -5,12 +5,16 @@ capacity changes: machines join and leave (scale-out), a machine's resources are
 dispatcher then sees less room and running tasks slow down if they no longer fit), or a
 machine's speed is changed (same slots, slower or faster tasks: RDS's scale-up, where
 ``r_slot`` changes with the cluster's capacity).
+
+``thrashing`` is an opt-in over-commitment penalty per resource: with exponent ``g`` for
+resource ``r``, a machine whose tasks use more of ``r`` than it has gets only ``(C/U)**g`` of
+``r``'s capacity worth of useful work (seek thrashing, swapping); see ``utilon.sim.fluid``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -71,10 +75,37 @@ class Cluster:
     machines: tuple[Machine, ...]
     timeline: tuple[CapacityChange, ...] = ()
     initially_down: frozenset[str] = field(default_factory=frozenset)
+    thrashing: tuple[tuple[str, float], ...] = ()
+    """Over-commitment exponent ``gamma_r >= 0`` per resource name (absent: 0, plain
+    proportional sharing); any iterable of pairs or a mapping is accepted, stored sorted."""
 
     def __post_init__(self) -> None:
         if not self.machines:
             raise ModelError("a cluster needs at least one machine")
+        raw = self.thrashing
+        pairs = raw.items() if isinstance(raw, Mapping) else raw
+        seen: dict[str, float] = {}
+        for name, gamma in pairs:
+            if not isinstance(name, str) or not name:
+                raise ModelError(f"thrashing: resource name must be a non-empty string, "
+                                 f"got {name!r}")
+            if name in seen:
+                raise ModelError(f"thrashing: resource {name!r} is given twice")
+            try:
+                g = float(gamma)
+            except (TypeError, ValueError):
+                g = math.nan
+            if not (math.isfinite(g) and g >= 0):
+                raise ModelError(f"thrashing exponent of {name!r} must be a finite number "
+                                 f">= 0, got {gamma!r}")
+            seen[name] = g
+        if seen:
+            known_res = set(self.resource_names)
+            for name in seen:
+                if name not in known_res:
+                    raise ModelError(f"thrashing names unknown resource {name!r} (machines "
+                                     f"have {', '.join(sorted(known_res))})")
+        object.__setattr__(self, "thrashing", tuple(sorted(seen.items())))
         ids = [m.id for m in self.machines]
         if len(set(ids)) != len(ids):
             dup = sorted({i for i in ids if ids.count(i) > 1})[0]
@@ -109,6 +140,13 @@ class Cluster:
         for m in self.machines:
             names.update(m.capacity.names)
         return tuple(sorted(names))
+
+    def thrashing_of(self, name: str) -> float:
+        """The over-commitment exponent of resource ``name`` (0 when absent)."""
+        for k, g in self.thrashing:
+            if k == name:
+                return g
+        return 0.0
 
     @property
     def slot_resource(self) -> str:

@@ -154,8 +154,15 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
                 up.add(ch.machine)
             elif ev.action == "leave":
                 up.discard(ch.machine)
+    names = {n for m in machines for n in m.capacity.names}
+    for r in spec.thrashing:
+        if r not in names:
+            raise ScenarioError(f"thrashing names unknown resource {r!r}",
+                                where=f"{where}cluster.thrashing",
+                                fix=f"use a resource of the machines: {', '.join(sorted(names))}")
     try:
-        return Cluster(tuple(machines), tuple(c.change for c in changes), frozenset(down))
+        return Cluster(tuple(machines), tuple(c.change for c in changes), frozenset(down),
+                       tuple(spec.thrashing.items()))
     except ModelError as e:
         raise ScenarioError(e.message, where=f"{where}cluster") from None
 

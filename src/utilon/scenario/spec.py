@@ -8,6 +8,7 @@ job's submit time; a string like ``"2.5x"`` means 2.5 times the job's standalone
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -252,6 +253,21 @@ class CapacityEventSpec(_Strict):
 class ClusterSpec(_Strict):
     machines: list[MachineGroupSpec] = Field(min_length=1)
     capacity: list[CapacityEventSpec] = Field(default_factory=list)
+    thrashing: dict[str, float] = Field(
+        default_factory=dict, description="over-commitment penalty per resource (simulator "
+        "only; default none): with exponent g >= 0 for resource r, when the tasks on a machine "
+        "use U_r > C_r of it, each task using r runs at (C_r/U_r)^(1+g) instead of C_r/U_r, "
+        "so the machine does only (C_r/U_r)^g of r's capacity worth of useful work (disk seek "
+        "thrashing, memory swapping); 0 is plain proportional sharing")
+
+    @field_validator("thrashing")
+    @classmethod
+    def _gamma(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, g in v.items():
+            if not (math.isfinite(g) and g >= 0):
+                raise ValueError(f"thrashing exponent of {k!r} must be a finite number >= 0, "
+                                 f"got {g!r}")
+        return v
 
 
 class PolicySpec(_Strict):

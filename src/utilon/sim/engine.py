@@ -34,6 +34,7 @@ from utilon.model.cluster import CapacityAction, CapacityChange, Cluster
 from utilon.model.job import Job
 from utilon.policies.base import Policy
 from utilon.sim.fluid import Exec, FluidModel
+from utilon.sim.usage import UsageTrace
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class SimResult:
     task_events: int
     wall_seconds: float
     stopped_early: str  # "" or why the run stopped before every job finished
+    usage: UsageTrace | None = None  # actual use per machine over time (``record_usage``)
 
 
 class Simulation:
@@ -77,6 +79,7 @@ class Simulation:
         on_decision: Callable[[float, ClusterSnapshot, Decision], None] | None = None,
         progress: Callable[[int, int], None] | None = None,
         estimates: str = "declared",
+        record_usage: bool = False,
     ) -> None:
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
@@ -87,7 +90,8 @@ class Simulation:
                                   estimates=estimates)
         self._heap: list[tuple[float, int, int, int, object]] = []
         self._seq = 0
-        self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec)
+        self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec,
+                                record=record_usage)
         self._timer = timer
         self._progress = progress
         self._machine_index = {m.id: i for i, m in enumerate(cluster.machines)}
@@ -204,7 +208,7 @@ class Simulation:
         end = max((j.finish for j in core.jobs.values() if j.finish is not None),
                   default=last_batch)
         return SimResult(core, max(end, last_batch) if stopped else end, events, task_events,
-                         self._timer() - wall0, stopped)
+                         self._timer() - wall0, stopped, fluid.usage_trace())
 
     def _launch(self, ref: TaskRef, machine: str, now: float) -> None:
         job_rt = self.core.jobs[ref[0]]
@@ -221,7 +225,7 @@ class Simulation:
     def _apply_capacity(self, change: CapacityChange, now: float) -> None:
         mi = self._machine_index[change.machine]
         if change.action is CapacityAction.LEAVE:
-            self.fluid.drop_machine(mi)
+            self.fluid.drop_machine(mi, now)
         elif change.action is CapacityAction.SCALE:
             self.fluid.set_scale(mi, change.factor, now)
         elif change.action is CapacityAction.SPEED:

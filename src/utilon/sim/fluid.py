@@ -2,14 +2,29 @@
 
 Tasks that share a machine share its actual resources.  For every resource ``r`` whose total
 actual usage ``U_r`` exceeds the machine's capacity ``C_r``, every task that uses ``r`` is
-slowed by ``C_r / U_r``; a task's rate is the machine's speed times the smallest factor over the
-resources it uses.  Whenever the set of tasks, a task's usage phase, the capacity or the speed
-of a machine changes, the rates of its tasks are recomputed and their end-of-phase events are
-re-issued (older events carry a stale version and are skipped).
+slowed by the factor ``(C_r / U_r) ** (1 + gamma_r)``; a task's rate is the machine's speed
+times the smallest factor over the resources it uses.  Whenever the set of tasks, a task's usage
+phase, the capacity or the speed of a machine changes, the rates of its tasks are recomputed and
+their end-of-phase events are re-issued (older events carry a stale version and are skipped).
+
+``gamma_r`` is the cluster's *thrashing* exponent for ``r`` (``Cluster.thrashing``, opt-in, 0
+by default).  With ``gamma_r = 0`` this is plain proportional sharing: an over-committed
+resource still delivers 100% of its capacity, split among its users, however many there are.
+Real machines do worse: concurrent streams make a disk seek back and forth (seek thrashing) and
+over-committed memory swaps, so the more a resource is over-committed the less useful work it
+does.  With ``gamma_r > 0`` the useful throughput of ``r`` falls to ``(C_r / U_r) ** gamma_r``
+of its capacity (``gamma = 1`` and twice the load: half the capacity is useful work), which is
+the cost of over-commitment that static slot counts incur (RAS, resource-aware MapReduce
+scheduling).  Exponents are resolved once per model; ``gamma = 0`` everywhere takes exactly the
+old code path, so outputs are byte-identical to a cluster without ``thrashing``.
 
 When a machine is not over-committed before or after a change, every rate equals the
 machine's speed and nothing needs recomputing: that fast path is the common case and keeps the
 simulator close to the cost of a bare event loop.
+
+With ``record=True`` the model also keeps, per machine, the actual use of each resource and the
+CPU stalled on other resources after every change (``utilon.sim.usage``); when off, that costs
+one attribute check per change.
 """
 
 from __future__ import annotations
@@ -19,6 +34,7 @@ from operator import add, gt, sub
 
 from utilon.core.messages import TaskRef
 from utilon.model.cluster import Cluster
+from utilon.sim.usage import UsageRecorder, UsageTrace
 
 EPS = 1e-9
 
@@ -59,10 +75,20 @@ class MachineFluid:
 
 
 class FluidModel:
-    def __init__(self, cluster: Cluster, names: tuple[str, ...], schedule: Schedule) -> None:
+    def __init__(self, cluster: Cluster, names: tuple[str, ...], schedule: Schedule, *,
+                 record: bool = False) -> None:
         self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
         self.execs: dict[TaskRef, Exec] = {}
         self._schedule = schedule
+        # 1 + gamma per resource, or None when no resource thrashes (the old, exact path)
+        expo = tuple(1.0 + cluster.thrashing_of(r) for r in names)
+        self._expo: tuple[float, ...] | None = expo if any(e != 1.0 for e in expo) else None
+        self._rec: UsageRecorder | None = (
+            UsageRecorder(names, tuple(m.id for m in cluster.machines)) if record else None)
+
+    def usage_trace(self) -> UsageTrace | None:
+        """What was recorded (``record=True``), else None."""
+        return None if self._rec is None else self._rec.trace()
 
     # -- task lifecycle ---------------------------------------------------------------------
     def launch(self, ref: TaskRef, mi: int, now: float,
@@ -80,6 +106,8 @@ class FluidModel:
             ex.rate = m.speed
             if ex.rate > 0:
                 self._schedule(now + ex.remaining / ex.rate, ex)
+        if self._rec is not None:
+            self._rec.note(mi, m, now)
 
     def phase_end(self, ex: Exec, now: float) -> bool:
         """Advance ``ex`` past its current phase; True if the task is finished."""
@@ -87,7 +115,7 @@ class FluidModel:
         old = ex.phases[ex.phase][1]
         ex.phase += 1
         if ex.phase == len(ex.phases):
-            self._remove(m, ex, now)
+            self._remove(m, ex, now)  # records
             return True
         new = ex.phases[ex.phase][1]
         m.usage = [u - a + b for u, a, b in zip(m.usage, old, new, strict=True)]
@@ -99,6 +127,8 @@ class FluidModel:
             self._recompute(m, now)
         elif ex.rate > 0:
             self._schedule(now + ex.remaining / ex.rate, ex)
+        if self._rec is not None:
+            self._rec.note(ex.machine, m, now)
         return False
 
     def kill(self, ref: TaskRef, now: float) -> None:
@@ -116,10 +146,13 @@ class FluidModel:
             m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
         if m.over:
             self._recompute(m, now)
+        if self._rec is not None:
+            self._rec.note(ex.machine, m, now)
 
     # -- capacity ---------------------------------------------------------------------------
-    def drop_machine(self, mi: int) -> list[TaskRef]:
-        """The machine left: its tasks are gone (the core re-queues them)."""
+    def drop_machine(self, mi: int, now: float | None = None) -> list[TaskRef]:
+        """The machine left: its tasks are gone (the core re-queues them).  ``now`` is only
+        needed when recording."""
         m = self.machines[mi]
         lost = list(m.execs)
         for ex in m.execs.values():
@@ -128,6 +161,8 @@ class FluidModel:
         m.execs = {}
         m.usage = [0.0] * len(m.usage)
         m.over = False
+        if self._rec is not None and now is not None:
+            self._rec.note(mi, m, now)
         return lost
 
     def set_scale(self, mi: int, factor: float, now: float) -> None:
@@ -135,18 +170,29 @@ class FluidModel:
         m.cap = tuple(b * factor for b in m.base)
         m.cap_eps = [c + EPS for c in m.cap]
         self._recompute(m, now)
+        if self._rec is not None:
+            self._rec.note(mi, m, now)
 
     def set_speed(self, mi: int, factor: float, now: float) -> None:
         m = self.machines[mi]
         m.speed = factor
         self._recompute(m, now)
+        if self._rec is not None:
+            self._rec.note(mi, m, now)
 
     # -- rates ------------------------------------------------------------------------------
     def _recompute(self, m: MachineFluid, now: float) -> None:
-        factors = [
-            (1.0 if u <= c + EPS else (c / u if c > 0 else 0.0)) if u > EPS else 1.0
-            for u, c in zip(m.usage, m.cap, strict=True)
-        ]
+        expo = self._expo
+        if expo is None:
+            factors = [
+                (1.0 if u <= c + EPS else (c / u if c > 0 else 0.0)) if u > EPS else 1.0
+                for u, c in zip(m.usage, m.cap, strict=True)
+            ]
+        else:  # thrashing: an over-committed resource does less useful work the more it is
+            factors = [
+                (1.0 if u <= c + EPS else ((c / u) ** e if c > 0 else 0.0)) if u > EPS else 1.0
+                for u, c, e in zip(m.usage, m.cap, expo, strict=True)
+            ]
         m.over = any(f < 1.0 for f in factors)
         speed = m.speed
         for ex in m.execs.values():
