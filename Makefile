@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_traces.py --json benchmarks/results-traces.json
 	$(BIN)/python benchmarks/bench_cora.py --slots 10 --lp-max-n 1000 --out benchmarks/results-cora.json
 	$(BIN)/python benchmarks/bench_rds.py
+	$(BIN)/python benchmarks/bench_ras.py
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)

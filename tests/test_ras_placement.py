@@ -3,11 +3,15 @@ max-min balancing of map slots."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _ras_placement_reference import place as reference_place
 from utilon.policies.ras.placement import PlacementJob, place
 
 # resources: cpu, io, mem as fractions of one TaskTracker (Table 2 style)
@@ -58,6 +62,30 @@ def test_urgent_job_gets_what_it_requires_first() -> None:
     assert p.maps[1].sum() >= 12  # the urgent job reaches its requirement
     assert p.maps[0].sum() >= 1  # and the relaxed one is not starved
     assert p.utility.min() >= 0.0
+
+
+def test_newcomer_on_a_full_cluster_takes_slots_from_the_richest() -> None:
+    # the incumbent fills both TaskTrackers (start_map: 2 Sort maps each, I/O 0.9); the
+    # newcomer has no free room anywhere, yet max-min moves slots to it (line 11's reading)
+    jobs = [job("old", SORT, 100, 1, 0), job("new", SORT, 100, 1, 0)]
+    p = place(jobs, np.ones((2, 3)), start_map=np.array([[2, 2], [0, 0]]))
+    assert p.maps[1].sum() >= 1 and p.maps[0].sum() >= 1
+    assert np.all(usage(p, jobs, 2) <= 1 + 1e-9)
+    assert np.array_equal(p.maps, reference_place(
+        jobs, np.ones((2, 3)), start_map=np.array([[2, 2], [0, 0]])).maps)
+
+
+def test_reducers_come_before_carried_over_maps() -> None:
+    # "done" has no maps left and 2 reducers pending (reduce profile: mem 0.6); the previous
+    # placement filled both TaskTrackers with maps of "busy": maps make way for the reducers
+    done = job("done", SORT, 0, 0, 2, reduce_phase=True)
+    busy = job("busy", SELECT, 100, 1, 0)
+    start = np.array([[0, 0], [5, 5]])  # 5 Select maps: I/O 1.0 on each TaskTracker
+    p = place([done, busy], np.ones((2, 3)), start_map=start)
+    assert p.reducers[0].tolist() == [1, 1]
+    assert np.all(usage(p, [done, busy], 2) <= 1 + 1e-9)
+    assert np.array_equal(p.maps, reference_place([done, busy], np.ones((2, 3)),
+                                                  start_map=start).maps)
 
 
 def test_pending_bounds_and_restart_from_an_infeasible_start() -> None:
@@ -111,3 +139,100 @@ def test_deterministic(rounds: int) -> None:
     a = place(jobs, np.ones((4, 3)), rounds=rounds)
     b = place(jobs, np.ones((4, 3)), rounds=rounds)
     assert np.array_equal(a.maps, b.maps) and np.array_equal(a.reducers, b.reducers)
+
+
+# -- the optimised place() against the implementation it replaced ---------------------------
+# tests/_ras_placement_reference.py is the straightforward version (vectorised room checks
+# recomputed from the matrices); the incremental one must give the very same Placement.
+
+COMBINE = dict(map_demand=np.array([0.25, 0.10, 0.10]),
+               reduce_demand=np.array([0.10, 0.10, 0.25]),
+               shuffle_per_map=np.array([0.0, 0.00015, 0.0]))
+HEAVY = dict(map_demand=np.array([0.1, 0.0, 0.1]), reduce_demand=np.array([0.1, 0.1, 0.1]),
+             shuffle_per_map=np.array([0.0, 0.3, 0.0]))
+NOMAP = dict(map_demand=np.zeros(3), reduce_demand=np.array([0.3, 0.2, 0.3]),
+             shuffle_per_map=np.array([0.05, 0.1, 0.0]))
+
+
+def same_placement(jobs: list[PlacementJob], cap: np.ndarray, **kw) -> None:
+    reference: Callable[..., Any] = reference_place  # takes our PlacementJobs alike
+    want, got = reference(jobs, cap, **kw), place(jobs, cap, **kw)
+    assert got.maps.dtype == want.maps.dtype
+    assert np.array_equal(got.maps, want.maps)
+    assert np.array_equal(got.reducers, want.reducers)
+    assert np.array_equal(got.utility, want.utility)
+    assert got.rounds == want.rounds
+
+
+def random_jobs(rng: np.random.Generator, n: int) -> list[PlacementJob]:
+    out: list[PlacementJob] = []
+    for i in range(n):
+        if out and rng.random() < 0.3:  # a twin of an earlier job: ties in utility
+            twin = out[int(rng.integers(len(out)))]
+            out.append(PlacementJob(f"j{i}", *list(vars(twin).values())[1:]))
+            continue
+        if rng.random() < 0.25:  # a random profile (some with zero entries)
+            prof = {k: rng.choice([0.0, 0.05, 0.1, 0.2, 0.35, 0.5], 3) * s for k, s in
+                    (("map_demand", 1), ("reduce_demand", 1), ("shuffle_per_map", 0.5))}
+        else:
+            prof = [SORT, SELECT, COMBINE, HEAVY, NOMAP][rng.integers(5)]
+        s_pend = int(rng.integers(0, 60))
+        out.append(job(f"j{i}", prof, s_pend, int(rng.integers(0, s_pend + 1)),
+                       int(rng.integers(0, 8)), reduce_phase=bool(rng.random() < 0.3),
+                       parallel_copies=int(rng.integers(0, 7))))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 10), st.integers(0, 4),
+       st.sampled_from(["none", "previous", "random"]), st.booleans(), st.booleans())
+def test_same_as_reference(seed: int, n: int, tts: int, rounds: int, start: str,
+                           uneven: bool, twins: bool) -> None:
+    rng = np.random.default_rng(seed)
+    jobs = random_jobs(rng, n)
+    if twins:  # all alike: utilities tie, and removals stop exactly at the floor
+        jobs = [PlacementJob(f"t{i}", *list(vars(jobs[0]).values())[1:]) for i in range(n)]
+    cap = rng.choice([0.5, 1.0, 1.0, 1.5], (tts, 3)) if uneven else np.ones((tts, 3))
+    start_map = None
+    if start == "previous":
+        start_map = place(jobs, cap, rounds=1).maps
+    elif start == "random":
+        start_map = rng.integers(0, 4, (n, tts)) * (rng.random((n, tts)) < 0.3)
+    same_placement(jobs, cap, rounds=rounds, start_map=start_map)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_as_reference_at_scale(seed: int) -> None:
+    # RAS-workload shaped (Table 2 profiles, s_pend in the hundreds), cold then warm
+    rng = np.random.default_rng(seed)
+    n, tts = 60, 40
+    jobs = [job(f"j{i}", [SORT, SELECT, COMBINE][rng.integers(3)], int(sp),
+                int(rng.integers(1, sp + 1)), int(rng.integers(1, 21)),
+                reduce_phase=bool(rng.random() < 0.2))
+            for i, sp in enumerate(rng.integers(100, 1000, n))]
+    cap = np.ones((tts, 3))
+    same_placement(jobs, cap)
+    same_placement(jobs, cap, start_map=place(jobs, cap).maps)
+
+
+def test_same_as_reference_edge_cases() -> None:
+    cap = np.ones((3, 3))
+    same_placement([], cap)
+    same_placement([], cap, rounds=0)
+    jobs = [job("a", SORT, 5, 0, 0), job("b", NOMAP, 0, 0, 3), job("c", HEAVY, 9, 9, 2)]
+    same_placement(jobs, cap, rounds=0)
+    same_placement(jobs, np.zeros((3, 3)))
+    same_placement(jobs, cap, start_map=np.array([[1, 0, 2], [0, 0, 0], [3, 3, 3]]))
+    # twins: taking job 2's map leaves it exactly at the floor (-inf, -32), which does not
+    # cross it, so the map goes (to job 1, by index) -- only a strict < keeps the paper's rule
+    twins = [job(f"t{i}", SORT, 34, 32, 0) for i in range(4)]
+    same_placement(twins, np.ones((1, 3)), rounds=1, start_map=np.array([[0], [0], [1], [0]]))
+    assert place(twins, np.ones((1, 3)), rounds=1,
+                 start_map=np.array([[0], [0], [1], [0]])).maps.ravel().tolist() == [1, 1, 0, 0]
+    # the richest holders tie at u = 0 (s_alloc = s_req) but fall differently: the lowest
+    # index (a) goes first, crosses the floor of c (log 6 / log 10 - 1) and is put back
+    tie = [job("a", SELECT, 10, 3, 0), job("b", SELECT, 10, 5, 0), job("c", SELECT, 10, 10, 0)]
+    start = np.array([[3, 0], [5, 0], [0, 6]])
+    same_placement(tie, np.full((2, 3), 1.8), rounds=1, start_map=start)
+    got = place(tie, np.full((2, 3), 1.8), rounds=1, start_map=start)
+    assert got.maps.tolist() == [[3, 0], [5, 0], [1, 9]]
