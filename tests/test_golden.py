@@ -35,6 +35,7 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("cora", "cora", {}),
     ("rrh", "rrh", {}),
     ("rds", "rds", {"interval": 30.0, "predictor": "last"}),
+    ("ras", "ras", {"interval": 10.0}),
 )
 
 

@@ -484,6 +484,15 @@ class SchedulerCore(Dispatcher):
             free = np.array([[c - u for c, u in zip(m.cap, m.used, strict=True)]
                              for m in self.machines], dtype=float)
             free.setflags(write=False)
+        placement = None
+        if self.policy.uses_placement:
+            placement = {}
+            for j in self.active.values():
+                where: dict[tuple[int, int], int] = {}
+                for ref, (mi, _) in j.running.items():
+                    key = (ref[1], mi)
+                    where[key] = where.get(key, 0) + 1
+                placement[j.id] = where
         return ClusterSnapshot(
             now=self.now,
             triggers=triggers,
@@ -492,6 +501,7 @@ class SchedulerCore(Dispatcher):
             resource_names=self.names,
             slot_resource=self.slot_resource,
             free=free,
+            placement=placement,
         )
 
     def _machine_view(self, m: MachineRT) -> MachineView:

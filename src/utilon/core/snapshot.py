@@ -122,6 +122,9 @@ class ClusterSnapshot:
     free: np.ndarray | None = None
     """Declared free capacity, machines x resources; filled only for policies that set
     ``uses_free_capacity`` (building it costs O(machines x resources) per decision)."""
+    placement: dict[str, dict[tuple[int, int], int]] | None = None
+    """Where each active job's tasks run: job id -> {(stage index, machine index): running
+    tasks}; filled only for policies that set ``uses_placement`` (costs O(running tasks))."""
 
     @property
     def up_machines(self) -> tuple[MachineView, ...]:

@@ -10,6 +10,7 @@ from utilon.policies.base import (
     register,
 )
 from utilon.policies.cora import policy as _cora  # noqa: F401
+from utilon.policies.ras import policy as _ras  # noqa: F401
 from utilon.policies.rds import policy as _rds  # noqa: F401
 
 __all__ = ["Policy", "make_policy", "policy_class", "policy_names", "policy_parameters",

@@ -38,6 +38,9 @@ class Policy(ABC):
     paper: ClassVar[str] = ""
     triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
     uses_free_capacity: ClassVar[bool] = False
+    uses_placement: ClassVar[bool] = False
+    """True for policies that need to know which machine each running task is on
+    (``ClusterSnapshot.placement``): RAS's per-TaskTracker job slots."""
     overcommits: ClassVar[bool] = False
     """True for policies that over-commit declared resources on purpose (static slots): live
     backends then record over-commitment instead of refusing it."""

@@ -1,0 +1,209 @@
+"""``ras``: the Resource-aware Adaptive Scheduler (Polo et al., Middleware 2011, ``ras.txt``).
+
+A control cycle every ``interval`` seconds (T, "of the order of tens of seconds", §3.2), and
+at every job submission and capacity change so that a newcomer does not wait for the next
+tick:
+
+1. **Job Status Updater / Completion Time Estimator** (§3.2): per job, the pending map
+   tasks s_pend, the mean map-task length observed so far and its goal give s_req
+   (``estimator.py``); r_pend is the reducers not yet started.
+2. **Placement Algorithm** (§3.4, ``placement.py``): Algorithm 1 on the TaskTrackers'
+   multi-resource capacities (every resource of the cluster, or ``resources``), starting
+   from the previous cycle's map placement; each job's map and reduce profiles are its
+   stages' declared demands, its shuffle profile the ``shuffle`` entry of its job class.
+3. **Task Scheduler** (§3.5): the placement becomes one grant per (job, TaskTracker, phase)
+   -- "P(job, tt) job slots" -- listed lowest utility first.  The core starts a task only
+   when the TaskTracker's free declared capacity holds it, so a new placement takes over
+   only as the old tasks finish and resources free up, and no TaskTracker is ever
+   overloaded (Eq. 6).  Between cycles the placement stands; freed job slots are refilled
+   from it.
+
+Readings of what the paper leaves open (also in docs/policies.md#ras):
+
+* **s_pend** counts the map tasks not yet finished (ready + running): running maps hold
+  their job slots in the placement, and u_M reaches 1 when every one of them has a slot.
+* **Reducers** that already run are pinned where they run: their reduce profile is taken out
+  of their TaskTracker's capacity, and only reducers not yet started are placed (r_pend).
+  Reducers placed during the map phase reserve their shuffle profile; the simulator starts
+  reduce tasks when the map phase ends (its reduce task is the reduce phase after a
+  pipelined shuffle), on the TaskTrackers reserved for them.
+* **"Map phase about to complete"** (lines 26–27): no map task is waiting for a slot; the
+  job's reducers are then sized with the reduce profile.
+* A job with several non-reduce stages (a DAG) is placed one stage at a time: its current
+  stage is the first non-reduce stage with tasks ready or running.  Gang stages get one
+  whole-stage grant (all or nothing), since a per-TaskTracker slot cannot hold a gang.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from utilon.core.decision import Decision, Grant
+from utilon.core.messages import Trigger
+from utilon.core.snapshot import ClusterSnapshot, JobView, StageView
+from utilon.policies.base import EVENT_TRIGGERS, Policy, register
+from utilon.policies.ras.estimator import required_map_slots
+from utilon.policies.ras.placement import Placement, PlacementJob, place
+from utilon.policies.ras.utility import order_key
+
+REPLAN_ON = frozenset({Trigger.TICK, Trigger.ARRIVAL, Trigger.CAPACITY})
+
+
+class _Phases(NamedTuple):
+    """A job's current map-like stage and its next reduce stage (either may be absent)."""
+
+    map: StageView | None
+    reduce: StageView | None
+
+
+def job_phases(job: JobView) -> _Phases:
+    mstage = next((s for s in job.stages if s.kind != "reduce" and (s.ready or s.running)),
+                  None)
+    rstage = next((s for s in job.stages if s.kind == "reduce" and s.remaining), None)
+    return _Phases(mstage, rstage)
+
+
+@register
+class Ras(Policy):
+    name = "ras"
+    summary = ("RAS: per-TaskTracker job slots on cpu/io/mem, max-min utility against "
+               "completion-time goals")
+    paper = "ras"
+    triggers = EVENT_TRIGGERS | {Trigger.TICK}
+    uses_placement = True
+
+    def __init__(self, interval: float = 30.0, rounds: int = 3, parallel_copies: int = 5,
+                 shuffle: dict[str, dict[str, float]] | None = None,
+                 resources: list[str] | None = None) -> None:
+        if not (interval > 0 and math.isfinite(interval)):
+            raise ValueError("interval must be > 0 seconds")
+        if rounds < 1:
+            raise ValueError("rounds must be >= 1")
+        if parallel_copies < 0:
+            raise ValueError("parallel_copies must be >= 0")
+        for cls, prof in (shuffle or {}).items():
+            if any(not (v >= 0 and math.isfinite(v)) for v in prof.values()):
+                raise ValueError(f"shuffle[{cls!r}]: amounts per map must be numbers >= 0")
+        if resources is not None and not resources:
+            raise ValueError("resources must name at least one resource (or be omitted)")
+        self.interval = float(interval)
+        self.rounds = rounds
+        self.parallel_copies = parallel_copies
+        self.shuffle = dict(shuffle or {})
+        self.resources = list(resources) if resources is not None else None
+        self.tick = self.interval
+        self._grants: tuple[Grant, ...] = ()
+        self._maps: dict[str, dict[str, int]] = {}  # last placement: job -> TaskTracker -> maps
+        self._planned = False
+        self.cycles = 0
+        self.utility_log: list[tuple[float, dict[str, float]]] = []
+        """(cycle time, {job: utility of the new placement}) per control cycle (Fig. 5)."""
+
+    # -- the policy interface -----------------------------------------------------------------
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        if not self._planned or snapshot.triggers & REPLAN_ON:
+            return self._cycle(snapshot)
+        active = {j.id for j in snapshot.jobs}
+        if all(g.job in active for g in self._grants):
+            return Decision(self._grants)
+        self._grants = tuple(g for g in self._grants if g.job in active)
+        return Decision(self._grants)
+
+    def report(self) -> dict[str, Any]:
+        mins = [min(u.values()) for _, u in self.utility_log if u]
+        finite = [m for m in mins if math.isfinite(m)]
+        return {"cycles": self.cycles,
+                "cycles_with_starving_job": sum(1 for m in mins if not math.isfinite(m)),
+                "mean_min_utility": round(float(np.mean(finite)), 6) if finite else None}
+
+    # -- one control cycle ----------------------------------------------------------------------
+    def _cycle(self, snapshot: ClusterSnapshot) -> Decision:
+        t0 = time.perf_counter()
+        self._planned = True
+        self.cycles += 1
+        now = snapshot.now
+        names = tuple(self.resources) if self.resources is not None else \
+            snapshot.resource_names
+        up = [m for m in snapshot.machines if m.up]
+        running = snapshot.placement or {}
+        cap = np.array([[m.capacity[r] for r in names] for m in up], dtype=float).reshape(
+            len(up), len(names))
+        col = {m.index: i for i, m in enumerate(up)}
+        jobs: list[PlacementJob] = []
+        views: list[tuple[JobView, _Phases]] = []
+        gangs: list[Grant] = []
+        for job in snapshot.jobs:
+            ph = job_phases(job)
+            if ph.map is not None and ph.map.gang:
+                gangs.append(Grant(job.id, stage=ph.map.name))
+                ph = _Phases(None, ph.reduce)
+            rdem = _vector(ph.reduce.demand, names) if ph.reduce is not None else \
+                np.zeros(len(names))
+            if ph.reduce is not None:  # pin the reducers that run: out of their TT's capacity
+                for (si, mi), n in running.get(job.id, {}).items():
+                    if si == ph.reduce.index and mi in col:
+                        cap[col[mi]] -= n * rdem
+            s_pend = (ph.map.ready + ph.map.running) if ph.map is not None else 0
+            r_pend = (ph.reduce.ready + ph.reduce.waiting) if ph.reduce is not None else 0
+            if not s_pend and not r_pend:
+                continue
+            s_req = required_map_slots(s_pend, ph.map.expected_duration, job.utility.goal,
+                                       now) if ph.map is not None else 0
+            mdem = _vector(ph.map.demand, names) if ph.map is not None else np.zeros(len(names))
+            shuffle = self.shuffle.get(job.job_class, self.shuffle.get("*", {}))
+            jobs.append(PlacementJob(
+                job.id, mdem, rdem, _vector(shuffle, names), s_pend, s_req, r_pend,
+                reduce_phase=ph.map is None or ph.map.ready == 0,
+                parallel_copies=self.parallel_copies))
+            views.append((job, ph))
+        start = np.zeros((len(jobs), len(up)), dtype=np.int64)
+        for j, pj in enumerate(jobs):
+            prev = self._maps.get(pj.id, {})
+            for i, m in enumerate(up):
+                start[j, i] = prev.get(m.id, 0)
+        result = place(jobs, np.maximum(cap, 0.0), rounds=self.rounds, start_map=start)
+        self._remember(jobs, up, result, now)
+        grants = self._grants_from(views, jobs, up, result, running, col) + tuple(gangs)
+        self._grants = grants
+        return Decision(grants, solver_seconds=time.perf_counter() - t0)
+
+    def _remember(self, jobs: list[PlacementJob], up: list[Any], result: Placement,
+                  now: float) -> None:
+        self._maps = {pj.id: {up[i].id: int(c) for i, c in enumerate(result.maps[j]) if c}
+                      for j, pj in enumerate(jobs)}
+        self.utility_log.append((now, {pj.id: float(result.utility[j])
+                                       for j, pj in enumerate(jobs)}))
+
+    def _grants_from(self, views: list[tuple[JobView, _Phases]], jobs: list[PlacementJob],
+                     up: list[Any], result: Placement,
+                     running: dict[str, dict[tuple[int, int], int]],
+                     col: dict[int, int]) -> tuple[Grant, ...]:
+        """Job slots as grants, lowest utility first (§3.5); ties keep arrival order."""
+        keys = [order_key(float(result.utility[j]), pj.s_req) for j, pj in enumerate(jobs)]
+        order = sorted(range(len(jobs)), key=lambda j: keys[j])
+        grants: list[Grant] = []
+        for j in order:
+            job, ph = views[j]
+            if ph.map is not None:
+                for i in np.flatnonzero(result.maps[j]):
+                    grants.append(Grant(job.id, int(result.maps[j, i]), ph.map.name,
+                                        frozenset((up[i].id,))))
+            if ph.reduce is not None:
+                pinned = np.zeros(len(up), dtype=np.int64)
+                for (si, mi), n in running.get(job.id, {}).items():
+                    if si == ph.reduce.index and mi in col:
+                        pinned[col[mi]] += n
+                for i in np.flatnonzero(result.reducers[j]):
+                    grants.append(Grant(job.id, int(result.reducers[j, i] + pinned[i]),
+                                        ph.reduce.name, frozenset((up[i].id,))))
+        return tuple(grants)
+
+
+def _vector(amounts: Any, names: tuple[str, ...]) -> np.ndarray:
+    """A demand (``Resources`` or a plain mapping) as a vector over ``names``."""
+    get = amounts.get
+    return np.array([float(get(r, 0.0)) for r in names], dtype=float)
