@@ -172,3 +172,89 @@ def rds(
     out.print(f"figures: {', '.join(res['figures'])} in {out_dir}; "
               f"numbers: {out_dir}/results.json")
     out.print("Why ours differ from the paper's: docs/reproduction-rds.md")
+
+
+def _s(x: float | None) -> str:
+    return "–" if x is None or x != x else f"{x:,.0f}"
+
+
+@reproduce_app.command("ras")
+def ras(
+    quick: Annotated[bool, typer.Option("--quick", help="skip the sensitivity runs "
+                                        "(no-thrashing, control period): under a minute")]
+    = False,
+    out_dir: Annotated[Path, typer.Option("--out", help="where scenarios, figures and "
+                                          "results.json go")] = Path("runs/reproduce/ras"),
+    seed: Annotated[int, typer.Option("--seed", help="task-duration jitter seed")] = 0,
+) -> None:
+    """RAS (Polo et al., Middleware 2011): Experiments 1 and 2 on the Gridmix workload of
+    Table 1 (Figs. 3–6)."""
+    from utilon.repro import ras as R
+
+    with _errors(), err.status("running", spinner="dots") as status:
+        res = R.reproduce(out_dir, quick=quick, seed=seed,
+                          progress=lambda m: status.update(m))
+    w = Table(title="Table 1 workload on 20 TaskTrackers (task durations assumed: see docs)",
+              title_justify="left")
+    for c in ("job", "app", "input GB", "maps", "reduces", "map s", "reduce s", "submit",
+              "alone (paper)", "alone (ours)"):
+        w.add_column(c, justify="left" if c in ("job", "app") else "right")
+    for r in res["workload"]:
+        w.add_row(r["job"], r["app"], f"{r['input_gb']:g}", str(r["maps"]), str(r["reduces"]),
+                  f"{r['map_s']:.0f}", f"{r['reduce_s']:.0f}", _s(r["submit"]),
+                  _s(r["isolation_paper"]), _s(r["isolation_ours"]))
+    out.print(w)
+    e1 = res["exp1"]
+    f3 = Table(title="Fig. 3, Experiment 1 (relaxed goals): makespan, Fair Scheduler with k map "
+               f"slots vs RAS (thrashing γ {res['thrashing']})", title_justify="left")
+    for c in ("scheduler", "makespan s (paper)", "makespan s (ours)", "RAS better by (ours)",
+              "tasks per TT (ours)", "CPU use % (ours)", "CPU waiting % (ours)"):
+        f3.add_column(c, justify="left" if c == "scheduler" else "right")
+    paper = {"ras": R.PAPER_RAS_MAKESPAN[0], f"fair-{R.PAPER_FAIR_BEST[0]}": R.PAPER_FAIR_BEST[1]}
+    for name in [f"fair-{k}" for k in range(1, 9)] + ["ras"]:
+        gain = e1["ras_gain_pct"].get(name)
+        f3.add_row(name, _s(paper.get(name)), _s(e1["makespan"][name]),
+                   "" if gain is None else f"{gain:+.0f}%",
+                   f"{e1['concurrency_per_tt'][name]:.2f}"
+                   + (f" (paper {R.PAPER_CONCURRENCY})" if name == "ras" else ""),
+                   f"{e1['cpu'][name]['use']:.0f}", f"{e1['cpu'][name]['wait']:.1f}")
+    out.print(f3)
+    lo, hi = R.PAPER_GAIN_PCT
+    gains = [v for v in e1["ras_gain_pct"].values() if v is not None]
+    out.print(f"RAS better than every static configuration by (paper) {lo:.0f}–{hi:.0f}% / "
+              f"(ours) {min(gains):+.0f}…{max(gains):+.0f}%; best static k: paper "
+              f"{R.PAPER_FAIR_BEST[0]}, ours {e1['fair_best_k']}")
+    c1 = Table(title="Experiment 1: completion time per job (s, absolute)", title_justify="left")
+    for c in ("job", "paper", "RAS (ours)", f"fair-{e1['fair_best_k']} (ours)"):
+        c1.add_column(c, justify="left" if c == "job" else "right")
+    for j, r in e1["completion"].items():
+        c1.add_row(j, _s(r["paper"]), _s(r["ours"]), _s(r[f"fair-{e1['fair_best_k']} (ours)"]))
+    out.print(c1)
+    e2 = res["exp2"]
+    c2 = Table(title="Experiment 2 (tight goals, Fig. 6): completion time vs goal per job "
+               "(s, absolute)", title_justify="left")
+    for c in ("job", "goal", "paper", "RAS (ours)", "Fair (ours)", "Exp. 1 paper / ours"):
+        c2.add_column(c, justify="left" if c == "job" else "right")
+
+    def met(x: float | None, ok: bool) -> str:
+        return f"{_s(x)} {'met' if ok else 'MISSED'}"
+
+    for j, r in e2["jobs"].items():
+        c2.add_row(j, _s(r["goal"]), met(r["paper"], r["paper_met"]),
+                   met(r["ours"], r["ours_met"]), met(r["fair (ours)"], r["fair_met"]),
+                   f"{_s(r['paper_exp1'])} / {_s(r['ours_exp1'])}")
+    out.print(c2)
+    m2 = e2["makespan"]
+    out.print(f"Experiment 2: goals met — paper {e2['met']['paper']}/9, RAS (ours) "
+              f"{e2['met']['ours']}/9, Fair (ours) {e2['met']['fair (ours)']}/9; makespan RAS "
+              f"(paper 4,614 s) {_s(m2['ras'])} s")
+    if "exp1_no_thrashing" in res:
+        nt = res["exp1_no_thrashing"]["makespan"]
+        out.print("Experiment 1 without thrashing (γ = 0, pure proportional sharing): "
+                  + ", ".join(f"{k} {_s(v)}" for k, v in nt.items()))
+        out.print("RAS control period T: " + ", ".join(
+            f"{k} s → {_s(v)}" for k, v in sorted(res["interval"].items(),
+                                                  key=lambda kv: float(kv[0]))))
+    out.print(f"figures: fig3-makespan.png, fig4-tasks-cpu.png, fig5-utility.png, "
+              f"fig6-exp2.png in {out_dir}; numbers: {out_dir}/results.json")
+    out.print("Why ours differ from the paper's: docs/reproduction-ras.md")

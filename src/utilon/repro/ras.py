@@ -1,0 +1,343 @@
+"""``utilon reproduce ras``: the evaluation of RAS (Polo et al., Middleware 2011, §4).
+
+What the paper gives, and what we chose where it does not (also in docs/reproduction-ras.md):
+
+* **Cluster** (§4.1): 20 TaskTrackers.  Each has capacity 1 of ``cpu``, ``io`` and ``mem``,
+  so Table 2's percentages are demands as they stand.
+* **Workload** (Table 1): Sort, Combine and Select at three input sizes, with the paper's
+  submission times.  Maps = input / 64 MB (the Hadoop block size of the time).  Sort runs 20
+  reducers, one per TaskTracker ("they execute on different nodes", §3.6); Combine and
+  Select run one (§4.2).
+* **Task durations: ASSUMED.** The paper gives only each job's length in isolation.  A job
+  alone runs c maps per TaskTracker, where c is the most its Table 2 profile fits (Sort 2,
+  Combine 4, Select 5).  Its reduce phase is ``REDUCE_SHARE`` of its length, and the map
+  phase the rest, in ⌈maps / 20c⌉ waves.  Every task is jittered by ±10% (uniform, seeded).
+  We measure each job alone under RAS and print that length beside the paper's.
+* **Profiles** (Table 2): the map and reduce profiles are the stages' declared demands (the
+  simulator charges them as actual use).  Shuffle I/O per map placed is the ``ras`` policy's
+  ``shuffle`` parameter.  The simulator starts reducers when the map phase ends; a shuffling
+  reducer's profile is at most 0.75% I/O, too little to matter.
+* **Over-commitment** (Fig. 3's slope beyond 4 slots): the fluid model shares an
+  over-committed resource and, with ``thrashing`` γ_r, loses throughput as (C/U)^γ.  Disk
+  seeks and memory swapping are what static slots suffer from.  We ASSUME γ_io = 0.5 and
+  γ_mem = 2, and cpu time-shares without loss.  The full run repeats Experiment 1 with γ = 0,
+  pure proportional sharing, to show how much of the result this assumption carries.
+* **Goals**: Experiment 1's are "highly relaxed": 10⁶ s after submission, so s_req = 1.
+  Experiment 2 uses Table 1's goals, which are absolute times.
+* **Fair Scheduler** (``fair-slots``): k = 1…8 map slots and 2 reduce slots per TaskTracker.
+  This is Hadoop's default reduce-slot count; the paper does not say how many it used.
+* **Estimates**: online.  s_req uses the mean length of each job's finished maps, as RAS's
+  Job Status Updater does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.model.job import Job
+from utilon.policies import make_policy
+from utilon.scenario.build import Workload, build_workload
+from utilon.scenario.load import parse_scenario
+from utilon.sim.engine import SimResult, Simulation
+from utilon.sim.usage import bucket_means
+
+TRACKERS = 20
+BLOCK_GB = 64 / 1024
+REDUCE_SLOTS = 2
+JITTER = 0.10
+RELAXED = 1e6
+THRASHING = {"io": 0.5, "mem": 2.0}
+REDUCE_SHARE = {"sort": 0.15, "combine": 0.05, "select": 0.05}  # ASSUMED, see docstring
+REDUCERS = {"sort": TRACKERS, "combine": 1, "select": 1}
+
+# Table 2: share of a TaskTracker per task, per phase (map, reduce); shuffle: I/O per map.
+PROFILES = {
+    "sort": ({"cpu": 0.30, "io": 0.45, "mem": 0.25}, {"cpu": 0.20, "io": 0.50, "mem": 0.60}),
+    "combine": ({"cpu": 0.25, "io": 0.10, "mem": 0.10}, {"cpu": 0.10, "io": 0.10, "mem": 0.25}),
+    "select": ({"cpu": 0.15, "io": 0.20, "mem": 0.10}, {"cpu": 0.10, "io": 0.10, "mem": 0.25}),
+}
+SHUFFLE = {"sort": {"io": 0.0015}, "combine": {"io": 0.00015}, "select": {"io": 0.00015}}
+
+
+@dataclass(frozen=True)
+class Table1Job:
+    label: str
+    app: str
+    input_gb: float
+    submit: float
+    isolation: float  # the paper's length in isolation (s)
+    exp1: float  # the paper's completion time in Experiment 1 (absolute, s)
+    exp2: float  # ... in Experiment 2
+    goal: float  # Experiment 2's completion-time goal (absolute, s)
+
+    @property
+    def maps(self) -> int:
+        return max(1, math.ceil(self.input_gb / BLOCK_GB - 1e-9))
+
+
+TABLE1 = (
+    Table1Job("J1", "sort", 90, 0, 2500, 3113, 3018, 3000),
+    Table1Job("J2", "combine", 5, 100, 500, 648, 896, 850),
+    Table1Job("J3", "select", 10, 200, 400, 1252, 802, 1250),
+    Table1Job("J4", "select", 25, 350, 280, 608, 550, 1100),
+    Table1Job("J5", "select", 5, 500, 50, 623, 560, 950),
+    Table1Job("J6", "combine", 13, 600, 750, 3406, 2589, 2600),
+    Table1Job("J7", "combine", 50, 1100, 2500, 4536, 4614, 6000),
+    Table1Job("J8", "sort", 19, 2500, 350, 3670, 3365, 3400),
+    Table1Job("J9", "sort", 6, 3750, 250, 4100, 4141, 4250),
+)
+PAPER_RAS_MAKESPAN = (4536.0, 4614.0)  # Experiments 1 and 2 (Table 1's last jobs)
+PAPER_FAIR_BEST = (4, 4781.0)  # best static slot count and its makespan (§4.3)
+PAPER_GAIN_PCT = (5.0, 100.0)  # RAS better than every static configuration by (Fig. 3)
+PAPER_CONCURRENCY = 3.4  # RAS's mean tasks per TaskTracker (§4.2)
+PAPER = {"ras_makespan_exp1": PAPER_RAS_MAKESPAN[0], "ras_makespan_exp2": PAPER_RAS_MAKESPAN[1],
+         "fair_best_k": PAPER_FAIR_BEST[0], "fair_best_makespan": PAPER_FAIR_BEST[1],
+         "ras_gain_over_fair_pct": list(PAPER_GAIN_PCT),
+         "ras_concurrency_per_tt": PAPER_CONCURRENCY}
+
+
+def concurrency(app: str) -> int:
+    """Maps of one job per TaskTracker when it runs alone: the most its profile fits."""
+    return int(min(1.0 / v for v in PROFILES[app][0].values() if v > 0) + 1e-9)
+
+
+def task_seconds(job: Table1Job) -> tuple[float, float]:
+    """(map, reduce) task duration giving the job its Table 1 length alone (see docstring)."""
+    waves = math.ceil(job.maps / (TRACKERS * concurrency(job.app)))
+    reduce_s = REDUCE_SHARE[job.app] * job.isolation
+    return (job.isolation - reduce_s) / waves, reduce_s
+
+
+def _span(x: float) -> dict[str, Any]:
+    return {"dist": "uniform", "low": round(x * (1 - JITTER), 3),
+            "high": round(x * (1 + JITTER), 3)}
+
+
+def job_doc(job: Table1Job, goal: float | None, submit: float | None = None) -> dict[str, Any]:
+    m, r = task_seconds(job)
+    mp, rp = PROFILES[job.app]
+    at = job.submit if submit is None else submit
+    rel = (goal - job.submit) if goal is not None else RELAXED
+    return {"id": job.label, "submit": at, "class": job.app,
+            "utility": {"kind": "deadline", "deadline": rel},
+            "stages": [
+                {"name": "map", "tasks": job.maps, "duration": _span(m), "demand": mp},
+                {"name": "reduce", "tasks": REDUCERS[job.app], "duration": _span(r),
+                 "demand": rp}]}
+
+
+def scenario_document(jobs: list[dict[str, Any]], name: str, seed: int,
+                      thrashing: dict[str, float] | None) -> dict[str, Any]:
+    cluster: dict[str, Any] = {"machines": [{"id": "tt", "count": TRACKERS,
+                                             "capacity": {"cpu": 1, "io": 1, "mem": 1}}]}
+    if thrashing:
+        cluster["thrashing"] = thrashing
+    return {"name": name, "seed": seed,
+            "description": "RAS §4 Gridmix workload (see utilon.repro.ras)",
+            "cluster": cluster, "workload": {"jobs": jobs},
+            "simulation": {"estimates": "online"},
+            "policies": {"ras": ras_params()}}
+
+
+def ras_params(interval: float = 30.0) -> dict[str, Any]:
+    return {"interval": interval, "shuffle": SHUFFLE}
+
+
+def workload(goals: str, seed: int, thrashing: dict[str, float] | None = THRASHING,
+             only: Table1Job | None = None) -> tuple[Workload, dict[str, Any]]:
+    """The Table 1 workload with ``relaxed`` (Exp. 1) or ``tight`` (Exp. 2) goals; ``only``:
+    that job alone, submitted at 0 (the length in isolation)."""
+    if only is not None:
+        docs = [job_doc(only, None, submit=0.0)]
+    else:
+        docs = [job_doc(j, j.goal if goals == "tight" else None) for j in TABLE1]
+    doc = scenario_document(docs, f"ras-{goals}" if only is None else f"ras-alone-{only.label}",
+                            seed, thrashing)
+    return build_workload(parse_scenario(doc, doc["name"])), doc
+
+
+# ------------------------------------------------------------------------------ runs
+@dataclass
+class RasRun:
+    label: str
+    policy: str
+    result: SimResult
+    jobs: tuple[Job, ...]
+    utility_log: list[tuple[float, dict[str, float]]]
+
+    @property
+    def finish(self) -> dict[str, float]:
+        return {j: rt.finish for j, rt in self.result.core.jobs.items()
+                if rt.finish is not None}
+
+    @property
+    def makespan(self) -> float:
+        return max(self.finish.values(), default=math.nan)
+
+    def concurrency(self) -> float:
+        """Mean running tasks per TaskTracker over the makespan."""
+        tl = self.result.core.timeline
+        busy = float(np.sum(np.asarray(tl.end) - np.asarray(tl.start)))
+        return busy / (self.makespan * TRACKERS)
+
+    def cpu(self, step: float = 60.0) -> dict[str, Any]:
+        """CPU use and CPU waiting on other resources (Fig. 4c/d): per-bucket mean and
+        standard deviation over TaskTrackers, and the run's means."""
+        usage = self.result.usage
+        assert usage is not None
+        end = math.ceil(self.makespan / step) * step
+        b = bucket_means(usage, 0.0, end, step)
+        ci = usage.names.index("cpu")
+        use, wait = b[:, :, ci], b[:, :, -1]
+        return {"step": step, "use_mean": use.mean(axis=0).tolist(),
+                "use_std": use.std(axis=0).tolist(), "wait_mean": wait.mean(axis=0).tolist(),
+                "wait_std": wait.std(axis=0).tolist(),
+                "use": float(use.mean()), "wait": float(wait.mean())}
+
+    def tasks_over_time(self, step: float = 30.0) -> dict[str, Any]:
+        """Running map and reduce tasks per job, sampled every ``step`` (Figs. 4a/b, 6a)."""
+        tl = self.result.core.timeline
+        times = np.arange(0.0, self.makespan + step, step)
+        start, end = np.asarray(tl.start), np.asarray(tl.end)
+        job, stage = np.asarray(tl.job), np.asarray(tl.stage)
+        out: dict[str, Any] = {"t": times.tolist()}
+        for seq, jid in enumerate(tl.job_ids):
+            for si, kind in ((0, "map"), (1, "reduce")):
+                sel = (job == seq) & (stage == si)
+                s, e = start[sel], end[sel]
+                n = (np.searchsorted(np.sort(s), times, side="right")
+                     - np.searchsorted(np.sort(e), times, side="right"))
+                out[f"{jid}/{kind}"] = n.tolist()
+        return out
+
+
+def simulate(wl: Workload, label: str, policy: str, params: dict[str, Any]) -> RasRun:
+    pol = make_policy(policy, params)
+    sim = Simulation(wl.cluster, wl.jobs, pol, estimates=wl.spec.simulation.estimates,
+                     record_usage=True)
+    res = sim.run()
+    if res.stopped_early:
+        raise RuntimeError(f"{label}: the run stopped early: {res.stopped_early}")
+    log = list(getattr(pol, "utility_log", []))
+    return RasRun(label, policy, res, tuple(wl.jobs), log)
+
+
+def fair(k: int) -> tuple[str, dict[str, Any]]:
+    return "fair-slots", {"k": k, "reduce_k": REDUCE_SLOTS}
+
+
+# ------------------------------------------------------------------------------ experiments
+def experiment1(seed: int, thrashing: dict[str, float] | None,
+                progress: Callable[[str], None]) -> dict[str, RasRun]:
+    wl, _ = workload("relaxed", seed, thrashing)
+    runs: dict[str, RasRun] = {}
+    for k in range(1, 9):
+        progress(f"Experiment 1: Fair Scheduler, {k} map slots per TaskTracker")
+        runs[f"fair-{k}"] = simulate(wl, f"fair-{k}", *fair(k))
+    progress("Experiment 1: RAS")
+    runs["ras"] = simulate(wl, "ras", "ras", ras_params())
+    return runs
+
+
+def isolation(seed: int, progress: Callable[[str], None]) -> dict[str, float]:
+    out = {}
+    for j in TABLE1:
+        progress(f"length in isolation: {j.label}")
+        wl, _ = workload("relaxed", seed, only=j)
+        out[j.label] = simulate(wl, j.label, "ras", ras_params()).makespan
+    return out
+
+
+def _round(x: float, nd: int = 1) -> float | None:
+    return None if x is None or not math.isfinite(x) else round(float(x), nd)
+
+
+def summarize_exp1(runs: dict[str, RasRun]) -> dict[str, Any]:
+    ras = runs["ras"]
+    fair_ms = {k: runs[f"fair-{k}"].makespan for k in range(1, 9)}
+    best = min(fair_ms, key=lambda k: (fair_ms[k], k))
+    return {
+        "makespan": {"ras": _round(ras.makespan),
+                     **{f"fair-{k}": _round(v) for k, v in fair_ms.items()}},
+        "fair_best_k": best,
+        "ras_gain_pct": {f"fair-{k}": _round(100.0 * (v - ras.makespan) / ras.makespan)
+                         for k, v in fair_ms.items()},
+        "concurrency_per_tt": {name: _round(r.concurrency(), 2) for name, r in runs.items()},
+        "cpu": {name: {"use": _round(100 * r.cpu()["use"]), "wait": _round(100 * r.cpu()["wait"])}
+                for name, r in runs.items()},
+        "completion": {j.label: {"paper": j.exp1, "ours": _round(ras.finish.get(j.label, math.nan)),
+                                 f"fair-{best} (ours)": _round(
+                                     runs[f"fair-{best}"].finish.get(j.label, math.nan))}
+                       for j in TABLE1},
+    }
+
+
+def summarize_exp2(ras: RasRun, fair_run: RasRun, ras1: RasRun) -> dict[str, Any]:
+    """Per job: goal, the paper's and our completion, and ours in Experiment 1 (does a tight
+    goal make RAS finish the job earlier than relaxed goals did? The paper: J1 and J8 yes)."""
+    rows = {}
+    for j in TABLE1:
+        ours = ras.finish.get(j.label, math.nan)
+        rows[j.label] = {"goal": j.goal, "paper": j.exp2, "paper_met": j.exp2 <= j.goal,
+                         "paper_exp1": j.exp1,
+                         "ours_exp1": _round(ras1.finish.get(j.label, math.nan)),
+                         "ours": _round(ours), "ours_met": bool(ours <= j.goal + 1e-6),
+                         "fair (ours)": _round(fair_run.finish.get(j.label, math.nan)),
+                         "fair_met": bool(fair_run.finish.get(j.label, math.inf) <= j.goal)}
+    return {"jobs": rows, "makespan": {"ras": _round(ras.makespan),
+                                       fair_run.label: _round(fair_run.makespan)},
+            "met": {"paper": sum(r["paper_met"] for r in rows.values()),
+                    "ours": sum(r["ours_met"] for r in rows.values()),
+                    "fair (ours)": sum(r["fair_met"] for r in rows.values())}}
+
+
+def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
+              progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Run the experiments, write figures and ``results.json`` into ``out``; return them."""
+    from utilon.repro.ras_figures import write_figures
+
+    out.mkdir(parents=True, exist_ok=True)
+    for goals in ("relaxed", "tight"):
+        _, doc = workload(goals, seed)
+        (out / f"scenario-{goals}.json").write_text(json.dumps(doc, indent=1))
+    exp1 = experiment1(seed, THRASHING, progress)
+    wl2, _ = workload("tight", seed)
+    progress("Experiment 2: RAS with tight goals")
+    ras2 = simulate(wl2, "ras", "ras", ras_params())
+    best = summarize_exp1(exp1)["fair_best_k"]
+    progress(f"Experiment 2: Fair Scheduler, {best} slots")
+    fair2 = simulate(wl2, f"fair-{best}", *fair(best))
+    res: dict[str, Any] = {
+        "quick": quick, "seed": seed, "paper": PAPER,
+        "workload": [{"job": j.label, "app": j.app, "input_gb": j.input_gb,
+                      "maps": j.maps, "reduces": REDUCERS[j.app],
+                      "map_s": _round(task_seconds(j)[0]), "reduce_s": _round(task_seconds(j)[1]),
+                      "submit": j.submit, "isolation_paper": j.isolation} for j in TABLE1],
+        "thrashing": THRASHING,
+        "exp1": summarize_exp1(exp1),
+        "exp2": summarize_exp2(ras2, fair2, exp1["ras"]),
+    }
+    alone = isolation(seed, progress)
+    for row in res["workload"]:
+        row["isolation_ours"] = _round(alone[row["job"]])
+    if not quick:
+        progress("Experiment 1 without thrashing (γ = 0)")
+        res["exp1_no_thrashing"] = summarize_exp1(experiment1(seed, None, progress))
+        res["interval"] = {}
+        wl1, _ = workload("relaxed", seed)
+        for iv in (10.0, 60.0):
+            progress(f"Experiment 1: RAS with T = {iv:g} s")
+            res["interval"][f"{iv:g}"] = _round(
+                simulate(wl1, f"ras-T{iv:g}", "ras", ras_params(iv)).makespan)
+        res["interval"]["30"] = res["exp1"]["makespan"]["ras"]
+    progress("figures")
+    write_figures(out, exp1, ras2, best)
+    (out / "results.json").write_text(json.dumps(res, indent=1, sort_keys=True))
+    return res
