@@ -1,6 +1,6 @@
 """Verbatim copy of src/utilon/policies/ras/placement.py before the speed-up (commit dd89e5f),
 kept as the reference the optimised ``place`` must reproduce exactly
-(tests/test_ras_placement.py::test_same_as_reference).  One change since, made in both:
+(tests/test_ras_placement.py::test_same_as_reference).  Changes since, made in both:
 line 11's poorest job is chosen among the jobs whose map fits the TaskTracker's capacity, not
 only its free room (see the module docstring of placement.py); and carried-over map slots
 make way for the reducers first (``reducers_first``, shared with placement.py); and the removal
@@ -9,39 +9,13 @@ float operations)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 from numpy.typing import NDArray
 
-from utilon.policies.ras.placement import reducers_first
+from utilon.policies.ras.placement import Placement, PlacementJob, reducers_first
 from utilon.policies.ras.utility import OrderKey, job_utility, order_key
 
 EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class PlacementJob:
-    """One job as the placement algorithm sees it; demands are vectors over the resources,
-    in the same units as the TaskTrackers' capacities."""
-
-    id: str
-    map_demand: NDArray[np.float64]
-    reduce_demand: NDArray[np.float64]
-    shuffle_per_map: NDArray[np.float64]
-    s_pend: int
-    s_req: int
-    r_pend: int
-    reduce_phase: bool = False
-    parallel_copies: int = 5
-
-
-@dataclass
-class Placement:
-    maps: NDArray[np.int64]  # (jobs, TaskTrackers)
-    reducers: NDArray[np.int64]
-    utility: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
-    rounds: int = 0
 
 
 class _State:
