@@ -92,6 +92,8 @@ def test_parameter_errors() -> None:
         make_policy("ras", {"rounds": 0})
     with pytest.raises(ParameterError, match="has no parameter 'slots'"):
         make_policy("ras", {"slots": 4})
+    with pytest.raises(ParameterError, match="'gpu', which no machine has"):
+        run(_tts(1), [make_job("a", maps=1, reduces=0)], "ras", resources=["gpu"])
 
 
 def test_slot_only_cluster_and_jobs_without_reducers_run() -> None:

@@ -270,8 +270,8 @@ def summarize_exp1(runs: dict[str, RasRun]) -> dict[str, Any]:
         "ras_gain_pct": {f"fair-{k}": _round(100.0 * (v - ras.makespan) / ras.makespan)
                          for k, v in fair_ms.items()},
         "concurrency_per_tt": {name: _round(r.concurrency(), 2) for name, r in runs.items()},
-        "cpu": {name: {"use": _round(100 * r.cpu()["use"]), "wait": _round(100 * r.cpu()["wait"])}
-                for name, r in runs.items()},
+        "cpu": {name: {k: _round(100 * c[k]) for k in ("use", "wait")}
+                for name, c in ((name, r.cpu()) for name, r in runs.items())},
         "completion": {j.label: {"paper": j.exp1, "ours": _round(ras.finish.get(j.label, math.nan)),
                                  f"fair-{best} (ours)": _round(
                                      runs[f"fair-{best}"].finish.get(j.label, math.nan))}

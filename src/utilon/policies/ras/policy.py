@@ -45,6 +45,8 @@ import numpy as np
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot, JobView, StageView
+from utilon.errors import ParameterError
+from utilon.model.cluster import Cluster
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 from utilon.policies.ras.estimator import required_map_slots
 from utilon.policies.ras.placement import Placement, PlacementJob, place
@@ -104,6 +106,14 @@ class Ras(Policy):
         """(cycle time, {job: utility of the new placement}) per control cycle (Fig. 5)."""
 
     # -- the policy interface -----------------------------------------------------------------
+    def bind(self, cluster: Cluster) -> None:
+        if self.resources is not None:
+            known = cluster.resource_names
+            unknown = [r for r in self.resources if r not in known]
+            if unknown:
+                raise ParameterError(f"policy 'ras': resources names {unknown[0]!r}, which no "
+                                     f"machine has; use some of: {', '.join(known)}")
+
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         if not self._planned or snapshot.triggers & REPLAN_ON:
             return self._cycle(snapshot)
