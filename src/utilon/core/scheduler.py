@@ -526,6 +526,7 @@ class SchedulerCore(Dispatcher):
                     expected_duration=st.expected,
                     demand=st.stage.tasks[head].demand,
                     slot_size=size if size > 0 else 1.0, gang=st.gang,
+                    request=st.stage.request,
                 ))
             job = j.job
             j.view = JobView(job.id, job.tenant, job.submit, job.weight, job.priority,

@@ -54,6 +54,7 @@ class StageView(NamedTuple):
     demand: Resources  # declared demand of the stage's next ready task (or first task)
     slot_size: float  # that demand in the cluster's slot resource (at least a tiny epsilon)
     gang: bool
+    request: object = None  # alsched's placement utility for the stage (model.job.Stage)
 
     @property
     def remaining(self) -> int:

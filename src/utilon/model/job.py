@@ -6,6 +6,12 @@ waits for it.  Each task has a ``duration`` (seconds of work at full speed on an
 machine), a declared ``demand`` (what the dispatcher reserves on a machine) and an actual usage
 profile over its phases (what the fluid simulator charges against the machine; RAS's map /
 shuffle / reduce phases).  A stage marked ``gang`` launches all its tasks at once or not at all.
+
+Two fields serve alsched (§5.1 of its paper): ``colocate_speedup`` is placement-dependent
+duration -- a stage whose tasks all start at one instant on one machine runs that many times
+faster (NBODY's locality speedup ``f``) -- and ``request`` is the stage's placement utility
+(an ``utilon.policies.alsched.lang.Request``), which the agent submits when the stage becomes
+pending.  Policies other than alsched ignore both; the simulator applies the speedup.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from utilon.errors import ModelError
 from utilon.model.resources import Resources
@@ -78,10 +85,16 @@ class Stage:
     gang: bool = False
     estimate: float | None = None
     """Expected task duration known to policies; ``None`` means the tasks' mean duration."""
+    colocate_speedup: float = 1.0
+    """Tasks run this many times faster when the whole stage starts at once on one machine."""
+    request: Any = None
+    """alsched's placement utility for this stage (``Request``), or ``None``."""
 
     def __post_init__(self) -> None:
         if not self.name:
             raise ModelError("stage name must not be empty")
+        if not (math.isfinite(self.colocate_speedup) and self.colocate_speedup > 0):
+            raise ModelError(f"stage {self.name!r}: colocate_speedup must be a number > 0")
         if not self.tasks:
             raise ModelError(f"stage {self.name!r} has no tasks")
         if self.estimate is not None and not (self.estimate > 0 and math.isfinite(self.estimate)):

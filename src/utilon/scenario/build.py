@@ -220,10 +220,20 @@ class _Builder:
                 after = tuple(o.name for o in out if o.kind == "map") if kind == "reduce" else ()
             try:
                 tasks = Task.many(durations.tolist(), demand, phases)
-                out.append(Stage(s.name, tasks, after, kind, s.gang, s.estimate))
+                out.append(Stage(s.name, tasks, after, kind, s.gang, s.estimate,
+                                 s.colocate_speedup, self.request(s, sloc)))
             except ModelError as e:
                 raise ScenarioError(e.message, where=sloc) from None
         return tuple(out)
+
+    @staticmethod
+    def request(s: StageSpec, sloc: str) -> object:
+        """The stage's alsched request, checked now so that a typo is a load-time error."""
+        if s.request is None:
+            return None
+        from utilon.policies.alsched.lang import Request
+
+        return Request.from_spec(s.request, where=f"{sloc}.request")
 
     def standalone_runtime(self, stages: tuple[Stage, ...], loc: str) -> float:
         finish: dict[str, float] = {}
@@ -308,7 +318,7 @@ class _Builder:
                           duration=sp.estimate, estimate=sp.estimate,
                           demand=dict(sp.demand) if sp.demand is not None else {"slots": 1.0},
                           after=list(sp.after) if sp.after is not None else None, gang=sp.gang,
-                          usage=None, durations=None)
+                          usage=None, durations=None, colocate_speedup=1.0, request=None)
                 for sp in plan.stages]
 
     def job(self, js: JobSpec, loc: str, index: int = 0) -> Job:

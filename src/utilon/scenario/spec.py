@@ -144,6 +144,12 @@ class StageSpec(_Strict):
         None, description="stages this one waits for; default: reduce waits for all maps")
     gang: bool = False
     estimate: float | None = Field(None, gt=0, description="task duration policies expect")
+    colocate_speedup: float = Field(
+        1.0, gt=0, description="tasks run this many times faster when the whole stage starts "
+        "at once on one machine (alsched's NBODY locality speedup)")
+    request: str | dict[str, Any] | None = Field(
+        None, description="alsched placement utility: an expression in prefix syntax, a "
+        "structured expression, or {expr, classes, each} (docs/policies.md#alsched)")
 
     @model_validator(mode="after")
     def _sizes(self) -> StageSpec:

@@ -21,6 +21,7 @@ from enum import IntEnum
 from utilon.core.decision import Decision
 from utilon.core.messages import (
     CapacityChanged,
+    Command,
     JobSubmitted,
     Launch,
     Stimulus,
@@ -95,6 +96,7 @@ class Simulation:
         self._timer = timer
         self._progress = progress
         self._machine_index = {m.id: i for i, m in enumerate(cluster.machines)}
+        self._colocating = any(st.colocate_speedup != 1.0 for j in jobs for st in j.stages)
 
     # -- scheduling helpers -----------------------------------------------------------------
     def _push(self, t: float, phase: Phase, payload: object) -> None:
@@ -185,9 +187,11 @@ class Simulation:
             if stimuli:
                 last_batch = now
                 cmds = core.handle(now, stimuli)
+                faster = self._colocated(cmds) if self._colocating else None
                 for c in cmds:
                     if type(c) is Launch:
-                        self._launch(c.task, c.machine, now)
+                        self._launch(c.task, c.machine, now,
+                                     faster.get(c.task[:2], 1.0) if faster else 1.0)
                     else:
                         fluid.kill(c.task, now)
                 if ticked:
@@ -210,16 +214,36 @@ class Simulation:
         return SimResult(core, max(end, last_batch) if stopped else end, events, task_events,
                          self._timer() - wall0, stopped, fluid.usage_trace())
 
-    def _launch(self, ref: TaskRef, machine: str, now: float) -> None:
+    def _colocated(self, cmds: list[Command]) -> dict[tuple[str, int], float]:
+        """Speedups earned in this batch: a stage with ``colocate_speedup`` whose every task
+        starts now on one machine (alsched's NBODY, §5.1) -> that speedup."""
+        seen: dict[tuple[str, int], tuple[set[str], int]] = {}
+        jobs = self.core.jobs
+        for c in cmds:
+            if type(c) is Launch:
+                key = (c.task[0], c.task[1])
+                if jobs[key[0]].stages[key[1]].stage.colocate_speedup != 1.0:
+                    machines, n = seen.get(key, (set(), 0))
+                    machines.add(c.machine)
+                    seen[key] = (machines, n + 1)
+        out: dict[tuple[str, int], float] = {}
+        for key, (machines, n) in seen.items():
+            stage = jobs[key[0]].stages[key[1]].stage
+            if len(machines) == 1 and n == len(stage.tasks):
+                out[key] = stage.colocate_speedup
+        return out
+
+    def _launch(self, ref: TaskRef, machine: str, now: float, speedup: float = 1.0) -> None:
         job_rt = self.core.jobs[ref[0]]
         st = job_rt.stages[ref[1]]
         task = st.stage.tasks[ref[2]]
+        work = task.duration / speedup
         if task.phases:
             names = self.core.names
-            phases = tuple((p.fraction * task.duration, p.usage.vector(names))
+            phases = tuple((p.fraction * work, p.usage.vector(names))
                            for p in task.phases)
         else:
-            phases = ((task.duration, st.vectors[ref[2]]),)
+            phases = ((work, st.vectors[ref[2]]),)
         self.fluid.launch(ref, self._machine_index[machine], now, phases)
 
     def _apply_capacity(self, change: CapacityChange, now: float) -> None:
