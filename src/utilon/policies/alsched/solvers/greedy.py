@@ -1,0 +1,401 @@
+"""Greedy allocation: the paper's choice for its simulation (§4: "we use greedy assignment to
+speed up the performance of the scheduler proper").  A heuristic, not exact; ``bound`` is the
+sum of the weighted upper bounds of the jobs (an upper bound of any allocation).
+
+Jobs are served one at a time, in order of ``weight * best achievable utility per unit``
+(descending; ties keep request order), where the ratio is estimated bottom-up from the
+expression with the classes' capacities and the job's limit (``_estimate``).  Each job gets a
+good allocation of *its own* expression against the capacity the earlier jobs left:
+
+* ``max``: every branch is tried from the same state; the branch reaching the highest
+  utility wins (ties: fewer units, then the first branch);
+* ``sum`` / ``min``: the operands are allocated in turn (``sum`` asks each operand only for
+  what the sum still lacks, ``min`` asks each for the whole target);
+* ``barrier``: the operand is asked for just enough to reach the level; if it cannot, its
+  units are given back (they would be worth nothing);
+* ``scale``: the operand is asked for ``target / factor``;
+* ``nck``: ``k`` units from the class or nothing; ``lnck``: as many as the target needs (up
+  to ``k``), partial if the class runs short.  Units come from the machines of the class with
+  the most free units first, one unit per machine in turn (``spread``), so a job gets
+  co-location only when its expression asks for it (e.g. ``nck`` on a one-machine class).
+
+``limit`` caps the units a job takes.  The job's allocation is trimmed (``trim``) and
+committed only if its utility is > 0: a job worth nothing stays pending with nothing (§4).
+
+Speed (500 n-body requests on 88 machines in ~40 ms): expressions are compiled once into
+closures reading the job's units per machine (shared by requests with equal expressions
+and classes), ``max`` plans primitive branches without taking anything, other branches are
+undone through a log of takes, unit counts are taken in bulk (``spread``), and a request
+equal to one that got nothing is skipped while nothing was committed since (same inputs,
+same result).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from utilon.policies.alsched.lang.ast import (
+    TOL,
+    Barrier,
+    LnCk,
+    Max,
+    Min,
+    NCk,
+    Node,
+    Scale,
+    Sum,
+    num_value,
+)
+from utilon.policies.alsched.solvers.problem import Problem, Request, Solution, make_solution
+from utilon.policies.alsched.solvers.trim import trim_job
+
+IntArray = np.ndarray
+
+
+Index = int | IntArray
+Step = tuple[Index, int | IntArray, int]
+
+
+@dataclass
+class _State:
+    """One job's tentative allocation: ``x`` its units per machine, ``free`` what is left of
+    the cluster, ``budget`` the units it may still take (its limit).  Every take is logged,
+    so trying a branch and undoing it costs only what the branch took."""
+
+    x: IntArray
+    free: IntArray
+    budget: int
+    log: list[Step] = field(default_factory=list)
+
+    def take(self, idx: Index, amount: int | IntArray, n: int) -> None:
+        self.x[idx] += amount
+        self.free[idx] -= amount
+        self.budget -= n
+        self.log.append((idx, amount, n))
+
+    def undo(self, mark: int) -> list[Step]:
+        """Undo the takes after ``mark``; returns them (oldest first) for ``redo``."""
+        steps = self.log[mark:]
+        for idx, amount, n in reversed(steps):
+            self.x[idx] -= amount
+            self.free[idx] += amount
+            self.budget += n
+        del self.log[mark:]
+        return steps
+
+    def redo(self, steps: list[Step]) -> None:
+        for step in steps:
+            self.take(*step)
+
+
+Eval = Callable[[IntArray], float]
+
+
+class _Job:
+    """A request with its classes as index arrays and, per node (keyed by ``id``: the
+    request keeps the nodes alive), its upper bound and a compiled evaluator reading the
+    job's units per machine directly (no ``D`` dict: the greedy evaluates thousands of
+    times)."""
+
+    def __init__(self, r: Request, arrays: dict[tuple[int, ...], IntArray]) -> None:
+        self.r = r
+        self.single = {c: ms[0] for c, ms in r.classes.items() if len(ms) == 1}
+        self.idx = {c: _array(ms, arrays) for c, ms in r.classes.items() if len(ms) != 1}
+        self.upper: dict[int, float] = {}
+        self.prim: dict[int, tuple[float, float]] = {}  # id -> (k, u) of the primitives
+        self.fn: dict[int, Eval] = {}
+        self._compile(r.expr)
+
+    def _compile(self, node: Node) -> Eval:
+        if isinstance(node, (NCk, LnCk)):
+            fn, up = self._compile_prim(node)
+        else:
+            fns = [self._compile(c) for c in node.children]
+            ups = [self.upper[id(c)] for c in node.children]
+            fn, up = _compile_op(node, fns, ups)
+        self.fn[id(node)] = fn
+        self.upper[id(node)] = up
+        return fn
+
+    def _compile_prim(self, node: NCk | LnCk) -> tuple[Eval, float]:
+        k, u = num_value(node.k), num_value(node.u)
+        self.prim[id(node)] = (k, u)
+        nck = type(node) is NCk
+        m = self.single.get(node.cls)
+        if m is not None:
+            return (lambda x: _prim_value(nck, k, u, int(x[m]))), u
+        idx = self.idx[node.cls]
+        return (lambda x: _prim_value(nck, k, u, int(x[idx].sum()))), u
+
+    def units(self, cls: str, x: IntArray) -> int:
+        m = self.single.get(cls)
+        return int(x[m]) if m is not None else int(x[self.idx[cls]].sum())
+
+    def avail(self, cls: str, free: IntArray) -> int:
+        m = self.single.get(cls)
+        return int(free[m]) if m is not None else int(free[self.idx[cls]].sum())
+
+    def value(self, node: Node, x: IntArray) -> float:
+        return self.fn[id(node)](x)
+
+
+def _compile_op(node: Node, fns: list[Eval], ups: list[float]) -> tuple[Eval, float]:
+    """The evaluator and upper bound of an operator node from its children's."""
+    t = type(node)
+    if t is Scale:
+        assert isinstance(node, Scale)
+        f, s = fns[0], node.factor
+        return (lambda x: s * f(x)), s * ups[0]
+    if t is Barrier:
+        assert isinstance(node, Barrier)
+        f, b = fns[0], num_value(node.level)
+        return (lambda x: b if f(x) >= b - TOL else 0.0), (b if ups[0] >= b - TOL else 0.0)
+    if len(fns) == 1:
+        return fns[0], ups[0]
+    if t is Max:
+        return (lambda x: max([f(x) for f in fns])), max(ups)
+    if t is Min:
+        return (lambda x: min([f(x) for f in fns])), min(ups)
+    return (lambda x: sum([f(x) for f in fns])), sum(ups)
+
+
+def _array(ms: tuple[int, ...], arrays: dict[tuple[int, ...], IntArray]) -> IntArray:
+    """``ms`` as an index array, shared by the jobs naming the same machines."""
+    a = arrays.get(ms)
+    if a is None:
+        a = arrays[ms] = np.unique(np.asarray(ms, dtype=np.intp))
+    return a
+
+
+def spread(avail: IntArray, n: int) -> IntArray:
+    """Take ``n`` units from ``avail`` one per machine in turn, the machines with the most
+    free units first (ties: first): every machine gets ``R`` units (or all it has), where
+    ``R`` is the most full rounds ``n`` pays for; the rest go one each to the fullest
+    machines that still have room.  Spreading is what a class's fungible units mean to a job
+    that did not ask for co-location, so None's NBODY jobs are not co-located by accident."""
+    lo, hi = 0, int(avail.max())  # largest R with sum(min(avail, R)) <= n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if int(np.minimum(avail, mid).sum()) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    take = np.minimum(avail, lo)
+    rest = n - int(take.sum())
+    if rest > 0:
+        room = np.flatnonzero(avail > lo)
+        order = room[np.argsort(-avail[room], kind="stable")][:rest]
+        take[order] += 1
+    return take
+
+
+def _prim_value(nck: bool, k: float, u: float, d: int) -> float:
+    if k <= 0:
+        return u
+    if nck:
+        return u if d >= k - TOL else 0.0
+    return u * min(d / k, 1.0)
+
+
+def _prim_plan(job: _Job, node: NCk | LnCk, target: float, st: _State) -> tuple[float, int]:
+    """What the primitive would be worth, and how many units of its class it would take,
+    if asked to reach ``target``: ``nck`` takes ``k`` or nothing, ``lnck`` what it can."""
+    nck = type(node) is NCk
+    k, u = job.prim[id(node)]
+    have = job.units(node.cls, st.x)
+    can = 0
+    if target > 0 and k > 0 and u > 0:
+        need = math.ceil(k - TOL) if nck else math.ceil(k * min(target, u) / u - TOL)
+        want = need - have
+        if want > 0:
+            can = min(want, job.avail(node.cls, st.free), st.budget)
+            if can < want and nck:
+                can = 0
+    return _prim_value(nck, k, u, have + max(can, 0)), max(can, 0)
+
+
+def _take(job: _Job, cls: str, n: int, st: _State) -> None:
+    """Give the job ``n`` more units of ``cls`` (it has them free), one per machine in turn."""
+    m = job.single.get(cls)
+    if m is not None:
+        st.take(m, n, n)
+    else:
+        idx = job.idx[cls]
+        st.take(idx, spread(st.free[idx], n), n)
+
+
+def _alloc(job: _Job, node: Node, target: float, st: _State) -> None:
+    """Allocate for ``node`` until it reaches ``target`` (``inf``: its best)."""
+    t = type(node)
+    if t is NCk or t is LnCk:
+        assert isinstance(node, (NCk, LnCk))
+        _, n = _prim_plan(job, node, target, st)
+        if n > 0:
+            _take(job, node.cls, n, st)
+    elif t is Scale:
+        assert isinstance(node, Scale)
+        if node.factor > 0:
+            _alloc(job, node.arg, target / node.factor, st)
+    elif t is Barrier:
+        assert isinstance(node, Barrier)
+        _alloc_barrier(job, node, target, st)
+    elif t is Max:
+        assert isinstance(node, Max)
+        _alloc_max(job, node, target, st)
+    elif t is Sum:
+        assert isinstance(node, Sum)
+        for c in node.args:
+            lack = target - job.value(node, st.x)
+            if lack <= TOL:
+                break
+            _alloc(job, c, job.value(c, st.x) + lack, st)
+    else:
+        assert isinstance(node, Min)
+        for c in node.args:
+            _alloc(job, c, target, st)
+
+
+def _alloc_barrier(job: _Job, node: Barrier, target: float, st: _State) -> None:
+    level = num_value(node.level)
+    if target <= 0 or level <= 0:
+        return  # (if the operand is already at the level, asking it again takes nothing)
+    mark = len(st.log)
+    _alloc(job, node.arg, level, st)
+    if job.value(node.arg, st.x) < level - TOL:
+        st.undo(mark)  # short of the level: the units would be worth nothing
+
+
+def _alloc_max(job: _Job, node: Max, target: float, st: _State) -> None:
+    """Try every branch from the same state; keep the best (ties: fewer units, first).
+    Primitive branches are planned without taking anything (the common case: ``max`` over
+    ``nck``s on single machines)."""
+    mark = len(st.log)
+    best: tuple[float, int] | None = None
+    best_steps: list[Step] | NCk | LnCk = []
+    plan: list[Step] | NCk | LnCk
+    best_units = 0
+    for c in node.args:
+        if best is not None and job.upper[id(c)] < -best[0] - TOL:
+            continue  # cannot beat the best branch so far
+        if isinstance(c, (NCk, LnCk)):
+            value, n = _prim_plan(job, c, target, st)
+            key, plan = (-value, n), c
+        else:
+            budget = st.budget
+            _alloc(job, c, target, st)
+            key = (-job.value(c, st.x), budget - st.budget)
+            plan = st.undo(mark)
+            n = key[1]
+        if best is None or key < best:
+            best, best_steps, best_units = key, plan, n
+    if isinstance(best_steps, list):
+        st.redo(best_steps)
+    elif best_units > 0:
+        _take(job, best_steps.cls, best_units, st)
+
+
+def _estimate(node: Node, cap: Mapping[str, int], limit: int) -> tuple[float, int]:
+    """A (utility, units) point the node can reach alone, at a good utility per unit."""
+    t = type(node)
+    if t is NCk or t is LnCk:
+        assert isinstance(node, (NCk, LnCk))
+        k, u = num_value(node.k), num_value(node.u)
+        if k <= 0:
+            return u, 0
+        n = math.ceil(k - TOL)
+        room = min(cap[node.cls], limit)
+        if t is NCk:
+            return (u, n) if n <= room else (0.0, 0)
+        n = min(n, room)
+        return u * min(n / k, 1.0), n
+    if t is Scale:
+        assert isinstance(node, Scale)
+        u, n = _estimate(node.arg, cap, limit)
+        return node.factor * u, n
+    if t is Barrier:
+        assert isinstance(node, Barrier)
+        u, n = _estimate(node.arg, cap, limit)
+        level = num_value(node.level)
+        return (level, n) if u >= level - TOL and level > 0 else (0.0, 0)
+    points = [_estimate(c, cap, limit) for c in node.children]
+    if t is Max:
+        return max(points, key=lambda p: (_ratio(*p), p[0]))
+    units = sum(n for _, n in points)
+    if t is Sum:
+        return sum(u for u, _ in points), units
+    low = min(u for u, _ in points)
+    return (low, units) if low > 0 else (0.0, 0)
+
+
+def _ratio(u: float, n: int) -> float:
+    if u <= 0:
+        return 0.0
+    return math.inf if n == 0 else u / n
+
+
+def _kinds(problem: Problem) -> list[int]:
+    """An id per request; requests with equal expressions and classes share it (and their
+    compiled form).  One structural hash per request: node hashes are not cached."""
+    ids: dict[tuple[object, ...], int] = {}
+    return [ids.setdefault((r.expr, tuple(sorted(r.classes.items()))), len(ids))
+            for r in problem.requests]
+
+
+def job_order(problem: Problem, kinds: list[int] | None = None) -> list[int]:
+    """Request indices by ``weight * utility per unit`` (descending), then request order."""
+    kinds = _kinds(problem) if kinds is None else kinds
+    keys = []
+    caps: dict[tuple[int, ...], int] = {}  # shared by the jobs naming the same machines
+    seen: dict[tuple[int, int | None], float] = {}
+    for i, r in enumerate(problem.requests):
+        key = (kinds[i], r.limit)
+        if key not in seen:
+            cap = {}
+            for c, ms in r.classes.items():
+                if ms not in caps:
+                    caps[ms] = sum(problem.capacity[m] for m in set(ms))
+                cap[c] = caps[ms]
+            limit = r.limit if r.limit is not None else sum(cap.values())
+            seen[key] = _ratio(*_estimate(r.expr, cap, limit))
+        keys.append((-r.weight * seen[key], i))
+    return [i for _, i in sorted(keys)]
+
+
+def solve_greedy(problem: Problem) -> Solution:
+    """Serve the jobs one by one (see the module docstring)."""
+    start = time.perf_counter()
+    free = np.asarray(problem.capacity, dtype=np.int64)
+    alloc: dict[str, dict[int, int]] = {}
+    arrays: dict[tuple[int, ...], IntArray] = {}
+    kinds = _kinds(problem)
+    jobs: dict[int, _Job] = {}
+    failed: dict[tuple[int, int | None], int] = {}  # -> commits when it last got nothing
+    commits = 0
+    for i in job_order(problem, kinds):
+        r = problem.requests[i]
+        job = jobs.get(kinds[i])
+        if job is None:
+            job = jobs[kinds[i]] = _Job(r, arrays)
+        if failed.get((kinds[i], r.limit)) == commits:
+            continue  # the same request against the same free capacity: nothing again
+        budget = r.limit if r.limit is not None else int(free.sum())
+        st = _State(np.zeros_like(free), free.copy(), budget)
+        root = job.r.expr  # equal to r.expr; the compiled evaluators are keyed by its nodes
+        _alloc(job, root, math.inf, st)
+        if job.value(root, st.x) <= 0:
+            failed[(kinds[i], r.limit)] = commits
+            continue
+        kept = trim_job(r, {int(m): int(st.x[m]) for m in np.flatnonzero(st.x)})
+        for m, u in kept.items():
+            free[m] -= u
+        alloc[r.job] = kept
+        commits += 1
+    bound = sum(r.weight * jobs[k].upper[id(jobs[k].r.expr)]
+                for r, k in zip(problem.requests, kinds, strict=True))
+    return make_solution(problem, alloc, bound=bound, status="heuristic", solver="greedy",
+                         seconds=time.perf_counter() - start)

@@ -1,0 +1,281 @@
+"""alsched's solvers (greedy, branch-and-bound, MILP) on random and hand-made instances."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from utilon.errors import UnknownNameError, UtilonError
+from utilon.policies.alsched.lang.ast import (
+    Barrier,
+    Cap,
+    Lit,
+    LnCk,
+    Max,
+    Min,
+    NCk,
+    Node,
+    Scale,
+    Sum,
+)
+from utilon.policies.alsched.solvers import (
+    SOLVERS,
+    Problem,
+    Request,
+    Solution,
+    check,
+    class_alloc,
+    evaluate,
+    solve,
+    trim,
+)
+from utilon.policies.alsched.solvers.bnb import candidates
+
+# -- random instances ----------------------------------------------------------------------------
+UTILS = (0.0, 0.5, 1.0, 2.0, 3.0)
+
+
+@st.composite
+def laminar_classes(draw: st.DrawFn, machines: int) -> dict[str, tuple[int, ...]]:
+    """1-3 classes drawn from a laminar family: all machines, the groups of a random
+    partition, single machines."""
+    groups: dict[int, list[int]] = {}
+    for m in range(machines):
+        groups.setdefault(draw(st.integers(0, 1)), []).append(m)
+    family = [tuple(range(machines))] + [tuple(g) for g in groups.values()]
+    family += [(m,) for m in range(machines)]
+    picks = draw(st.lists(st.sampled_from(family), min_size=1, max_size=3))
+    return {f"c{i}": ms for i, ms in enumerate(picks)}
+
+
+@st.composite
+def exprs(draw: st.DrawFn, classes: list[str], depth: int) -> Node:
+    if depth <= 1 or draw(st.booleans()):
+        prim = draw(st.sampled_from((NCk, LnCk)))
+        return prim(draw(st.sampled_from(classes)), Lit(draw(st.integers(0, 4))),
+                    Lit(draw(st.sampled_from(UTILS))))
+    op = draw(st.sampled_from(("min", "max", "sum", "scale", "barrier")))
+    if op == "scale":
+        return Scale(draw(st.sampled_from((0.5, 1.0, 2.0))), draw(exprs(classes, depth - 1)))
+    if op == "barrier":
+        return Barrier(Lit(draw(st.sampled_from((0.5, 1.0, 2.0, 3.0)))),
+                       draw(exprs(classes, depth - 1)))
+    args = tuple(draw(st.lists(exprs(classes, depth - 1), min_size=1, max_size=3)))
+    return {"min": Min, "max": Max, "sum": Sum}[op](args)
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> Problem:
+    machines = draw(st.integers(2, 4))
+    capacity = tuple(draw(st.lists(st.integers(0, 6), min_size=machines, max_size=machines)))
+    reqs = []
+    for j in range(draw(st.integers(1, 4))):
+        classes = draw(laminar_classes(machines))
+        expr = draw(exprs(sorted(classes), 3))
+        limit = draw(st.none() | st.integers(0, 8))
+        reqs.append(Request(f"j{j}", expr, classes, weight=float(draw(st.integers(1, 3))),
+                            limit=limit))
+    return Problem(capacity, tuple(reqs))
+
+
+def assert_minimal(p: Problem, s: Solution) -> None:
+    """Removing any single unit lowers that job's utility."""
+    for job, units in s.alloc.items():
+        for m in units:
+            fewer = {j: dict(a) for j, a in s.alloc.items()}
+            fewer[job][m] -= 1
+            assert evaluate(p, fewer)[job] < s.utility[job] - 1e-9, (job, m)
+
+
+@settings(max_examples=80, deadline=None)
+@given(problems())
+def test_bnb_matches_milp_and_greedy_is_below(p: Problem) -> None:
+    exact = {name: solve(p, name) for name in ("bnb", "milp")}
+    greedy = solve(p, "greedy")
+    for s in (*exact.values(), greedy):
+        check(p, s)
+        assert_minimal(p, s)
+    assert exact["bnb"].status == exact["milp"].status == "optimal"
+    assert exact["bnb"].total == pytest.approx(exact["milp"].total, abs=1e-6)
+    assert greedy.total <= exact["bnb"].total + 1e-6
+    assert greedy.status == "heuristic" and greedy.bound >= exact["bnb"].total - 1e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.integers(0, 2))
+def test_bnb_limits_give_a_valid_incumbent_and_bound(p: Problem, nodes: int) -> None:
+    s = solve(p, "bnb", node_limit=nodes)
+    check(p, s)
+    assert s.bound >= solve(p, "milp").total - 1e-6  # the bound is a true upper bound
+    if s.status == "time_limit":
+        assert s.bound >= s.total
+
+
+# -- hand-made instances -------------------------------------------------------------------------
+BIG, SMALL = 32, 8
+
+
+def nbody(job: str, k: int, machines: int, big: tuple[int, ...] = (0,)) -> Request:
+    """§3.4's n-body request: k tasks on one big machine, else anywhere at half utility."""
+    classes = {f"m{m}": (m,) for m in big} | {"all": tuple(range(machines))}
+    local = Max(tuple(NCk(f"m{m}", Lit(k), Lit(k)) for m in big))
+    expr = Max((Scale(1.0, Barrier(Lit(k), local)),
+                Scale(0.5, Barrier(Lit(k), LnCk("all", Lit(k), Lit(k))))))
+    return Request(job, expr, classes, limit=k)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_nbody_prefers_the_big_machine(solver: str) -> None:
+    p = Problem((BIG, SMALL, SMALL, SMALL, SMALL), (nbody("a", 32, 5),))
+    s = solve(p, solver)
+    check(p, s)
+    assert s.alloc == {"a": {0: 32}} and s.total == 32.0
+    assert class_alloc(p, s) == {"a": {"m0": 32, "all": 32}}
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_nbody_falls_back_to_half_utility(solver: str) -> None:
+    p = Problem((16, SMALL, SMALL, SMALL, SMALL), (nbody("a", 32, 5),))
+    s = solve(p, solver)
+    check(p, s)
+    assert s.total == 16.0 and sum(s.alloc["a"].values()) == 32
+
+
+def test_two_jobs_compete_for_the_big_machine() -> None:
+    # a on the big machine and b spread: 32 + 12; the other way round: 24 + 16
+    p = Problem((BIG, SMALL, SMALL, SMALL, SMALL), (nbody("b", 24, 5), nbody("a", 32, 5)))
+    for solver in ("bnb", "milp"):
+        s = solve(p, solver)
+        check(p, s)
+        assert s.status == "optimal" and s.total == 44.0 and s.alloc["a"] == {0: 32}
+    g = solve(p, "greedy")
+    check(p, g)
+    assert g.total <= 44.0
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_zero_utility_job_stays_pending_with_nothing(solver: str) -> None:
+    p = Problem((3, 3), (
+        Request("big", NCk("c", Lit(10), Lit(5)), {"c": (0, 1)}),
+        Request("ok", LnCk("c", Lit(2), Lit(1)), {"c": (0, 1)}),
+    ))
+    s = solve(p, solver)
+    check(p, s)
+    assert "big" not in s.alloc and s.utility["big"] == 0.0
+    assert s.utility["ok"] == 1.0 and sum(s.alloc["ok"].values()) == 2
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_weights_decide_who_gets_the_machine(solver: str) -> None:
+    p = Problem((4,), (
+        Request("light", NCk("c", Lit(4), Lit(3)), {"c": (0,)}),
+        Request("heavy", NCk("c", Lit(4), Lit(2)), {"c": (0,)}, weight=2.0),
+    ))
+    s = solve(p, solver)
+    check(p, s)
+    assert s.alloc == {"heavy": {0: 4}} and s.total == 4.0
+
+
+def test_non_laminar_classes_use_the_exact_fallback() -> None:
+    # classes {0,1} and {1,2} overlap without nesting: bnb checks feasibility with a MILP
+    classes = {"a": (0, 1), "b": (1, 2)}
+    expr = Min((NCk("a", Lit(3), Lit(2)), NCk("b", Lit(3), Lit(2))))
+    p = Problem((2, 2, 2), (Request("x", expr, classes, limit=4),
+                            Request("y", LnCk("b", Lit(2), Lit(1)), {"b": (1, 2)})))
+    exact = [solve(p, s) for s in ("bnb", "milp")]
+    for s in exact:
+        check(p, s)
+        assert s.status == "optimal"
+    # x takes 4 units ({0: 1, 1: 2, 2: 1}: machine 1 counts for both classes), y the last one
+    assert exact[0].total == exact[1].total == 2.5
+
+
+def test_bnb_time_and_node_limits() -> None:
+    reqs = tuple(nbody(f"j{i}", k, 12, big=(0, 1)) for i, k in enumerate([7, 9, 12, 5, 11,
+                                                                           6, 8, 10, 13, 4]))
+    p = Problem((16, 16) + (SMALL,) * 10, reqs)
+    for kw in ({"node_limit": 3}, {"time_limit": 0.0}):
+        s = solve(p, "bnb", **kw)  # type: ignore[arg-type]
+        check(p, s)
+        assert s.status == "time_limit" and s.bound >= s.total
+    best = solve(p, "milp", time_limit=20)
+    assert solve(p, "bnb", node_limit=3).bound >= best.total - 1e-6
+
+
+def test_bnb_rejects_expressions_too_large() -> None:
+    classes = {f"c{i}": (i,) for i in range(4)}
+    expr = Sum(tuple(LnCk(f"c{i}", Lit(60), Lit(1 + i)) for i in range(4)))
+    p = Problem((60,) * 4, (Request("x", expr, classes),))
+    with pytest.raises(UtilonError, match="too large for branch-and-bound"):
+        solve(p, "bnb")
+    check(p, solve(p, "greedy"))
+
+
+def test_candidates_are_exact_on_a_grid() -> None:
+    classes = ["a", "b"]
+    expr = Max((Sum((LnCk("a", Lit(2), Lit(2)), NCk("b", Lit(1), Lit(1)))),
+                Barrier(Lit(2), Min((LnCk("a", Lit(3), Lit(3)), LnCk("b", Lit(2), Lit(4)))))))
+    cands = candidates(expr, {c: 5 for c in classes})
+    for da in range(6):
+        for db in range(6):
+            best = max(u for r, u in cands if all({"a": da, "b": db}[c] >= n for c, n in r))
+            assert best == pytest.approx(expr.evaluate({"a": da, "b": db}))
+
+
+def test_trim_keeps_utility_and_is_minimal() -> None:
+    r = Request("x", Sum((NCk("a", Lit(2), Lit(1)), LnCk("b", Lit(3), Lit(3)))),
+                {"a": (0,), "b": (0, 1, 2)})
+    p = Problem((5, 5, 5), (r,))
+    # machine 0 (first) is cut to the 2 units nck needs while 1 and 2 still give lnck 6;
+    # then machine 1 goes and machine 2 keeps the one unit lnck still lacks
+    assert trim(p, {"x": {0: 5, 1: 3, 2: 3}}) == {"x": {0: 2, 2: 1}}
+    # machine order decides which of two equivalent placements survives
+    r2 = Request("y", Max((NCk("a", Lit(2), Lit(1)), NCk("b", Lit(3), Lit(1)))),
+                 {"a": (0,), "b": (1, 2)})
+    p2 = Problem((5, 5, 5), (r2,))
+    assert trim(p2, {"y": {0: 5, 1: 3, 2: 3}}) == {"y": {2: 3}}
+
+
+def test_validation_and_unknown_solver() -> None:
+    e = NCk("a", Lit(1), Lit(1))
+    bad = [
+        ((1,), Request("x", e, {"a": (1,)})),
+        ((1,), Request("x", e, {"b": (0,)})),
+        ((1,), Request("x", NCk("a", Cap("a"), Lit(1)), {"a": (0,)})),
+        ((-1,), Request("x", e, {"a": (0,)})),
+        ((1,), Request("x", e, {"a": (0,)}, weight=0.0)),
+    ]
+    for cap, r in bad:
+        with pytest.raises(UtilonError):
+            Problem(cap, (r,))
+    with pytest.raises(UnknownNameError):
+        solve(Problem((1,), ()), "simplex")
+
+
+def test_check_catches_violations() -> None:
+    p = Problem((2,), (Request("x", LnCk("a", Lit(2), Lit(2)), {"a": (0,)}, limit=2),))
+    s = solve(p, "bnb")
+    for alloc, utility in (({"x": {0: 3}}, 3.0), ({"x": {0: 1}}, 2.0)):
+        wrong = Solution(alloc, {"x": utility}, utility, utility, "optimal", "bnb", 0.0)
+        with pytest.raises(UtilonError):
+            check(p, wrong)
+    check(p, s)
+
+
+def test_greedy_is_fast_on_500_nbody_requests() -> None:
+    rng = np.random.default_rng(1)
+    machines = 88
+    reqs = tuple(nbody(f"j{i}", max(1, int(rng.binomial(64, 1 / 8))), machines,
+                       big=tuple(range(8))) for i in range(500))
+    p = Problem((BIG,) * 8 + (SMALL,) * 80, reqs)
+    solve(p, "greedy")  # warm-up
+    t0 = time.perf_counter()
+    s = solve(p, "greedy")
+    elapsed = time.perf_counter() - t0
+    check(p, s)
+    assert sum(u for a in s.alloc.values() for u in a.values()) <= 8 * BIG + 80 * SMALL
+    assert elapsed < 0.5  # ~tens of ms when the machine is idle
