@@ -49,3 +49,42 @@ def cora(
             out.print(f"wrote {out_file}")
         else:
             print(text)
+
+
+@solve_app.command("alsched")
+def alsched(
+    instance: Annotated[Path | None, typer.Argument(
+        help="instance JSON (docs/solve-alsched.md)", show_default=False)] = None,
+    solver: Annotated[str | None, typer.Option(
+        "--solver", help="greedy (the paper's), bnb (exact branch-and-bound) or milp (HiGHS); "
+        "default: the instance's `solver`, else greedy")] = None,
+    compare: Annotated[bool, typer.Option("--compare", help="also solve with every solver and "
+                                          "report greedy's optimality gap")] = False,
+    out_file: Annotated[Path | None, typer.Option("--out", help="write the JSON here")] = None,
+    schema: Annotated[bool, typer.Option("--schema", help="print the instance's JSON Schema "
+                                         "and exit")] = False,
+) -> None:
+    """alsched's allocation problem: units per job and equivalence class, utilities, total."""
+    from utilon.policies.alsched import oneshot
+    from utilon.policies.alsched.solvers import SOLVERS
+
+    with _errors():
+        if schema:
+            out.print_json(json.dumps(oneshot.schema()))
+            return
+        if instance is None:
+            from utilon.errors import UtilonError
+
+            raise UtilonError("no instance given", where="INSTANCE",
+                              fix="utilon solve alsched INSTANCE.json (or --schema)")
+        if solver is not None and solver not in SOLVERS:
+            from utilon.errors import UnknownNameError
+
+            raise UnknownNameError("solver", solver, SOLVERS, where="--solver")
+        result = oneshot.solve_file(instance, solver, compare)
+        text = json.dumps(result, indent=1)
+        if out_file is not None:
+            out_file.write_text(text + "\n", encoding="utf-8")
+            out.print(f"wrote {out_file}")
+        else:
+            print(text)

@@ -1,6 +1,7 @@
 """Scheduling policies, registered by name.  Importing this package registers them all."""
 
 from utilon.policies import edf, fair, fifo, rrh  # noqa: F401  (registration side effect)
+from utilon.policies.alsched import policy as _alsched  # noqa: F401
 from utilon.policies.base import (
     Policy,
     make_policy,

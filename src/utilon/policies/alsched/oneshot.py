@@ -1,0 +1,180 @@
+"""One-shot alsched solves: ``utilon solve alsched INSTANCE.json`` (docs/solve-alsched.md).
+
+An instance lists the machines (each with its free units and attributes, or groups of equal
+machines), the pending jobs (each a request -- prefix syntax, a structured expression, or
+``{expr, classes, each}`` -- with its ready tasks, weight) and the solver.  The answer gives,
+per job, the paper's allocation row ``D[job, class]``, the units per machine, the utility, and
+the totals; ``--compare`` solves with every solver and reports greedy's optimality gap.  Solve
+times are under ``timing``, the only non-deterministic key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from utilon.errors import ScenarioError
+from utilon.model.cluster import AttrValue, Machine
+from utilon.model.resources import Resources
+from utilon.policies.alsched.lang import Request, fallback, preferred
+from utilon.policies.alsched.solvers import SOLVERS, Problem, Solution, class_alloc, solve
+from utilon.policies.alsched.solvers import Request as Ask
+
+DOC = "see docs/solve-alsched.md"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MachineSpec(_Strict):
+    id: str | None = Field(None, min_length=1, description="machine id (one machine)")
+    count: int = Field(1, ge=1, description="this many equal machines (ids: prefix + number)")
+    prefix: str | None = Field(None, min_length=1, description="id prefix when count > 1")
+    units: Annotated[int, Field(ge=0)] = Field(description="free schedulable units (cores)")
+    capacity: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="total units, for cap(x); default: units")
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+
+
+class JobSpec(_Strict):
+    id: str = Field(min_length=1)
+    request: str | dict[str, Any] = Field(
+        description="prefix expression, structured expression, or {expr, classes, each}")
+    tasks: int = Field(1, ge=1, description="ready tasks: binds `tasks`; at most this many "
+                       "units are given")
+    weight: float = Field(1.0, gt=0, description="priority weight of the job's utility")
+
+
+class Instance(_Strict):
+    machines: list[MachineSpec] = Field(min_length=1)
+    jobs: list[JobSpec] = Field(min_length=1)
+    solver: Literal["greedy", "bnb", "milp"] = "greedy"
+    constraints: Literal["soft", "hard", "none"] = Field(
+        "soft", description="§5.2: full function, preferred branches only, fallback only")
+    time_limit: float = Field(10.0, gt=0, description="seconds per exact solve")
+
+
+def read(path: Path) -> Instance:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError("no such file", where=str(path), fix="check the path") from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"not valid JSON ({e.msg})", where=f"{path}:{e.lineno}:{e.colno}",
+                            fix=DOC) from None
+    try:
+        return Instance.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
+        raise ScenarioError(first["msg"] + more, where=f"{path}: {loc}", fix=DOC) from None
+
+
+def machines_of(doc: Instance, where: str) -> tuple[list[Machine], list[int], list[float]]:
+    """Machines, their free units and their total units (for ``cap(x)``)."""
+    machines: list[Machine] = []
+    free: list[int] = []
+    total: list[float] = []
+    for i, m in enumerate(doc.machines):
+        loc = f"{where}: machines[{i}]"
+        if m.count == 1 and m.id is not None:
+            ids = [m.id]
+        elif m.prefix is not None or m.id is not None:
+            base = m.prefix or m.id or ""
+            ids = [f"{base}{n}" for n in range(m.count)]
+        else:
+            raise ScenarioError("a machine needs an `id` (or a `prefix` with `count`)",
+                                where=loc, fix=DOC)
+        cap = m.capacity if m.capacity is not None else m.units
+        if m.units > cap:
+            raise ScenarioError(f"units {m.units} exceed capacity {cap}", where=f"{loc}.units",
+                                fix="free units cannot exceed the machine's capacity")
+        for mid in ids:
+            machines.append(Machine(mid, Resources(units=float(max(cap, 1))),
+                                    tuple(m.attributes.items())))
+            free.append(m.units)
+            total.append(float(cap))
+    seen: set[str] = set()
+    for mm in machines:
+        if mm.id in seen:
+            raise ScenarioError(f"machine id {mm.id!r} is used twice", where=f"{where}: machines",
+                                fix="give every machine a distinct id")
+        seen.add(mm.id)
+    return machines, free, total
+
+
+def problem_of(doc: Instance, where: str) -> tuple[Problem, list[str]]:
+    """The solver's problem and the machine ids (index order)."""
+    machines, free, total = machines_of(doc, where)
+    asks: list[Ask] = []
+    ids: set[str] = set()
+    for i, j in enumerate(doc.jobs):
+        loc = f"{where}: jobs[{i}]"
+        if j.id in ids:
+            raise ScenarioError(f"job id {j.id!r} is used twice", where=loc,
+                                fix="give every job a distinct id")
+        ids.add(j.id)
+        req = Request.from_spec(j.request, where=f"{loc}.request")
+        bound = req.bind(machines, total, j.tasks, where=f"{loc}.request")
+        if bound is None:
+            continue  # no machine matches the request: it gets nothing ("pending" below)
+        expr = bound.expr
+        if doc.constraints == "hard":
+            expr = preferred(expr)
+        elif doc.constraints == "none":
+            expr = fallback(expr)
+        asks.append(Ask(j.id, expr, dict(bound.classes), j.weight, j.tasks))
+    return Problem(tuple(free), tuple(asks)), [m.id for m in machines]
+
+
+def answer(doc: Instance, problem: Problem, sol: Solution,
+           machine_ids: list[str]) -> dict[str, Any]:
+    d = class_alloc(problem, sol)
+    jobs = []
+    for j in doc.jobs:
+        alloc = sol.alloc.get(j.id, {})
+        jobs.append({
+            "id": j.id,
+            "utility": round(sol.utility.get(j.id, 0.0), 12),
+            "classes": {c: int(n) for c, n in sorted(d.get(j.id, {}).items()) if n},
+            "machines": {machine_ids[m]: int(n) for m, n in sorted(alloc.items()) if n},
+            "units": int(sum(alloc.values())),
+            "pending": not alloc,
+        })
+    return {"solver": sol.solver, "status": sol.status, "constraints": doc.constraints,
+            "total_utility": round(sol.total, 12), "bound": round(sol.bound, 12),
+            "jobs": jobs, "nodes": sol.nodes}
+
+
+def solve_file(path: Path, solver: str | None = None, compare: bool = False) -> dict[str, Any]:
+    doc = read(path)
+    where = str(path)
+    problem, machine_ids = problem_of(doc, where)
+    name = solver or doc.solver
+    sol = solve(problem, name, time_limit=doc.time_limit)
+    out = answer(doc, problem, sol, machine_ids)
+    timing: dict[str, Any] = {"solve_ms": round(sol.seconds * 1000, 4)}
+    if compare:
+        rows: dict[str, dict[str, Any]] = {}
+        for other in SOLVERS:
+            s = sol if other == name else solve(problem, other, time_limit=doc.time_limit)
+            rows[other] = {"total_utility": round(s.total, 12), "status": s.status,
+                           "bound": round(s.bound, 12)}
+            timing[f"{other}_ms"] = round(s.seconds * 1000, 4)
+        best: float | None = max((float(r["total_utility"]) for r in rows.values()
+                                  if r["status"] == "optimal"), default=None)
+        greedy = float(rows["greedy"]["total_utility"])
+        out["compare"] = rows
+        out["greedy_gap"] = (None if best is None else
+                             round(0.0 if best <= 0 else (best - greedy) / best, 12))
+    out["timing"] = timing
+    return out
+
+
+def schema() -> dict[str, Any]:
+    return Instance.model_json_schema()
