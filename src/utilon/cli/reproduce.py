@@ -258,3 +258,56 @@ def ras(
     out.print(f"figures: fig3-makespan.png, fig4-tasks-cpu.png, fig5-utility.png, "
               f"fig6-exp2.png in {out_dir}; numbers: {out_dir}/results.json")
     out.print("Why ours differ from the paper's: docs/reproduction-ras.md")
+
+
+@reproduce_app.command("alsched")
+def alsched(
+    quick: Annotated[bool, typer.Option("--quick", help="one seed and 6 speedup factors "
+                                        "instead of 3 seeds and 14")] = False,
+    out_dir: Annotated[Path, typer.Option("--out", help="where figures and results.json go")]
+    = Path("runs/reproduce/alsched"),
+) -> None:
+    """alsched (Tumanov et al., SoCC 2012): Table 1 and the Soft / Hard / None sweeps of
+    Figs. 7-9."""
+    from utilon.repro import alsched as R
+
+    with _errors(), err.status("running", spinner="dots") as status:
+        res = R.reproduce(out_dir, quick=quick, progress=lambda m: status.update(m))
+    t1 = res["table1"]
+    t = Table(title=f"Table 1: total time of {t1['jobs']} jobs at t = 0 (duration "
+              f"{t1['duration']:g}; 8 x 32 + 64 x 8 cores; NBODY speedup {t1['speedup']:g}, "
+              "assumed), paper / ours", title_justify="left")
+    t.add_column("policy")
+    kinds = list(t1["paper"]["soft"])
+    for k in kinds:
+        t.add_column(k, justify="right")
+    for p in R.POLICIES:
+        t.add_row(p.capitalize(), *(f"{t1['paper'][p][k]} / {_f(t1['ours'][p][k], 1)}"
+                                    for k in kinds))
+    out.print(t)
+    for key, fig in (("fig7", "Fig. 7"), ("fig9", "Figs. 8-9")):
+        sw = res[key]
+        s = Table(title=f"{fig}: total runtime of {sw['jobs']} NBODY jobs (duration "
+                  f"{R.FIG_DURATION:g}), {sw['large']} x 32 + {sw['small']} x 8 cores = ratio "
+                  f"{sw['ratio']}; mean of {sw['seeds']} seed(s)", title_justify="left")
+        for col in ("speedup f", "Soft", "Hard", "None", "Soft vs None", "best"):
+            s.add_column(col, justify="right")
+        for i, f in enumerate(sw["speedups"]):
+            row = {p: sw["runtime"][p][i] for p in R.POLICIES}
+            best = min(row, key=lambda p: row[p])
+            s.add_row(f"{f:g}", *(_f(row[p], 1) for p in R.POLICIES),
+                      f"{-sw['soft_vs_none_pct'][i]:+.0f}%", best.capitalize())
+        out.print(s)
+        inf = sw["inflection"]
+        out.print(f"{fig}: Hard overtakes Soft at f = "
+                  f"{'(not within the sweep)' if inf is None else f'{inf:.1f}'}; paper: "
+                  f"{res['paper_inflection'][sw['ratio']]}")
+    checks = Table(title="The paper's claims, checked", title_justify="left")
+    for col in ("claim (paper)", "ours", "holds"):
+        checks.add_column(col)
+    for row in res["claims"]:
+        checks.add_row(row["claim"], row["ours"], "yes" if row["holds"] else "NO")
+    out.print(checks)
+    out.print(f"figures: {', '.join(res['figures'])} in {out_dir}; numbers: "
+              f"{out_dir}/results.json")
+    out.print("Why ours differ from the paper's: docs/reproduction-alsched.md")
