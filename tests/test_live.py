@@ -1064,3 +1064,24 @@ def test_catalog_task_specs(tmp_path: Path) -> None:
     plain = [make_job("p", maps=2, reduces=0, dur=0.25)]
     pspec = TaskCatalog(tmp_path / "q", plain).task(TaskRef("p", 0, 1))
     assert pspec.call == "utilon.jobs.builtin:sleep" and dict(pspec.args) == {"seconds": 0.25}
+
+
+@pytest.mark.live
+def test_alsched_places_real_tasks_on_the_machine_its_request_prefers(tmp_path: Path) -> None:
+    """Local logical machines of different sizes; the request prefers the large one."""
+    path = write_yaml(tmp_path / "als.yaml", {
+        "name": "alsched-live", "seed": 1,
+        "cluster": {"machines": [
+            {"id": "small", "count": 2, "capacity": {"slots": 1},
+             "attributes": {"kind": "small"}},
+            {"id": "big", "capacity": {"slots": 3}, "attributes": {"kind": "large"}}]},
+        "workload": {"jobs": [{
+            "id": "pi", "submit": 0, "run": {"kind": "pi", "maps": 3, "samples": 100000},
+            "request": {"expr": "(max (scale 2 nck(L, tasks, tasks)) lnck(all, tasks, tasks))",
+                        "classes": {"L": {"kind": "large"}}}}]},
+    })
+    w = load_workload(path)
+    res = run_live(w, "alsched", LocalBackend(), out_dir=tmp_path / "run")
+    assert res.summary["finished"] == 1 and res.summary["verified"]["ok"] == 1
+    maps = [a for a in res.result.core.attempts if a.task[1] == 0]
+    assert maps and {a.machine for a in maps} == {"big"}

@@ -63,7 +63,7 @@ def local_ray():
     ray.shutdown()
 
 
-@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "ras"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "ras", "alsched"])
 def test_real_jobs_on_local_ray(local_ray, tmp_path, policy):
     w = load_workload(_scenario(tmp_path, REAL_JOBS))
     out = run_live(w, policy, RayBackend(), out_dir=tmp_path / "run")
@@ -153,3 +153,40 @@ def test_node_removed_and_added_mid_run_loses_no_task(tmp_path):
     new_id = machine_id(state["added"].node_id)
     assert any(a.machine == new_id for a in core.attempts)
     assert victim_id not in {m.id for m in core.machines if m.state.name == "UP"}
+
+
+def test_alsched_prefers_the_ray_node_with_a_custom_resource(tmp_path):
+    """Two Ray nodes of different sizes; the larger carries a custom resource ``big`` (a
+    machine capacity on the utilon side), which the request's class queries."""
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = RayCluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    big = cluster.add_node(num_cpus=3, resources={"big": 1})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    try:
+        w = load_workload(_scenario(tmp_path, textwrap.dedent("""\
+            name: ray-alsched
+            seed: 2
+            cluster:
+              machines:
+                - {id: m, capacity: {slots: 1}}
+            workload:
+              jobs:
+                - id: naps
+                  submit: 0
+                  request:
+                    expr: "(max (scale 2 nck(B, tasks, tasks)) lnck(all, tasks, tasks))"
+                    classes: {B: {capacity.big: {">=": 1}}}
+                  run:
+                    kind: callable
+                    stages:
+                      - {name: nap, tasks: 3, call: "utilon.jobs.builtin:sleep",
+                         args: {seconds: 0.1}, estimate: 0.1}
+            """)))
+        out = run_live(w, "alsched", RayBackend(), out_dir=tmp_path / "run")
+        assert out.summary["finished"] == 1
+        assert {a.machine for a in out.result.core.attempts} == {machine_id(big.node_id)}
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -323,6 +323,9 @@ class _Builder:
 
     def job(self, js: JobSpec, loc: str, index: int = 0) -> Job:
         specs = js.stages if js.run is None else self.planned_stages(js, index, loc)
+        if js.request is not None:
+            specs = [sp if sp.request is not None else sp.model_copy(update={"request": js.request})
+                     for sp in specs]
         stages = self.stages(specs, loc)
         standalone = self.standalone_runtime(stages, loc)
         self.standalone[js.id] = standalone

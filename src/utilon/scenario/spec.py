@@ -174,6 +174,9 @@ class JobSpec(_Strict):
     run: RunSpec | None = Field(
         None, description="a real job (word count, grep, sort, pi, n-body, or Python "
         "callables): its stages and task durations' priors come from the job kind")
+    request: str | dict[str, Any] | None = Field(
+        None, description="alsched placement utility for every stage that has none of its "
+        "own (real jobs' stages come from their kind, so this is how they state one)")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
