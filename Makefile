@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_cora.py --slots 10 --lp-max-n 1000 --out benchmarks/results-cora.json
 	$(BIN)/python benchmarks/bench_rds.py
 	$(BIN)/python benchmarks/bench_ras.py
+	$(BIN)/python benchmarks/bench_alsched.py
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)

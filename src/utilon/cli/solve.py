@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,6 +14,31 @@ from utilon.cli.common import out
 
 solve_app = typer.Typer(help="Solve one instance of a scheduler's optimization problem.",
                         no_args_is_help=True)
+
+
+def _solve(problem: str, instance: Path | None, solver: str | None, solvers: Sequence[str],
+           schema: Callable[[], dict[str, Any]] | None, out_file: Path | None,
+           run: Callable[[Path], dict[str, Any]]) -> None:
+    """What every ``utilon solve`` command does: the schema, or one solve to JSON."""
+    with _errors():
+        if schema is not None:
+            out.print_json(json.dumps(schema()))
+            return
+        if instance is None:
+            from utilon.errors import UtilonError
+
+            raise UtilonError("no instance given", where="INSTANCE",
+                              fix=f"utilon solve {problem} INSTANCE.json (or --schema)")
+        if solver is not None and solver not in solvers:
+            from utilon.errors import UnknownNameError
+
+            raise UnknownNameError("solver", solver, list(solvers), where="--solver")
+        text = json.dumps(run(instance), indent=1)
+        if out_file is not None:
+            out_file.write_text(text + "\n", encoding="utf-8")
+            out.print(f"wrote {out_file}")
+        else:
+            print(text)
 
 
 @solve_app.command("cora")
@@ -29,26 +55,8 @@ def cora(
     """CORA's slotted lexicographic max-min problem: completion slots, utilities, allocation."""
     from utilon.policies.cora import oneshot
 
-    with _errors():
-        if schema:
-            out.print_json(json.dumps(oneshot.schema()))
-            return
-        if instance is None:
-            from utilon.errors import UtilonError
-
-            raise UtilonError("no instance given", where="INSTANCE",
-                              fix="utilon solve cora INSTANCE.json (or --schema)")
-        if solver is not None and solver not in oneshot.SOLVERS:
-            from utilon.errors import UnknownNameError
-
-            raise UnknownNameError("solver", solver, oneshot.SOLVERS, where="--solver")
-        result = oneshot.solve_file(instance, solver)
-        text = json.dumps(result, indent=1)
-        if out_file is not None:
-            out_file.write_text(text + "\n", encoding="utf-8")
-            out.print(f"wrote {out_file}")
-        else:
-            print(text)
+    _solve("cora", instance, solver, oneshot.SOLVERS, oneshot.schema if schema else None,
+           out_file, lambda p: oneshot.solve_file(p, solver))
 
 
 @solve_app.command("alsched")
@@ -68,23 +76,5 @@ def alsched(
     from utilon.policies.alsched import oneshot
     from utilon.policies.alsched.solvers import SOLVERS
 
-    with _errors():
-        if schema:
-            out.print_json(json.dumps(oneshot.schema()))
-            return
-        if instance is None:
-            from utilon.errors import UtilonError
-
-            raise UtilonError("no instance given", where="INSTANCE",
-                              fix="utilon solve alsched INSTANCE.json (or --schema)")
-        if solver is not None and solver not in SOLVERS:
-            from utilon.errors import UnknownNameError
-
-            raise UnknownNameError("solver", solver, SOLVERS, where="--solver")
-        result = oneshot.solve_file(instance, solver, compare)
-        text = json.dumps(result, indent=1)
-        if out_file is not None:
-            out_file.write_text(text + "\n", encoding="utf-8")
-            out.print(f"wrote {out_file}")
-        else:
-            print(text)
+    _solve("alsched", instance, solver, SOLVERS, oneshot.schema if schema else None, out_file,
+           lambda p: oneshot.solve_file(p, solver, compare))
