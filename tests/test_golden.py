@@ -36,6 +36,7 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("rrh", "rrh", {}),
     ("rds", "rds", {"interval": 30.0, "predictor": "last"}),
     ("ras", "ras", {"interval": 10.0}),
+    ("alsched", "alsched", {}),
 )
 
 
