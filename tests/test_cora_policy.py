@@ -165,7 +165,14 @@ def test_cora_is_never_beaten_on_its_own_instances(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_reproduce_quick_prints_tables_beside_the_paper(tmp_path: Path) -> None:
+def test_reproduce_quick_prints_tables_beside_the_paper(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`utilon reproduce cora --quick` end to end, on smaller tables (the quick run itself
+    takes half a minute; the tables' contents are tested above)."""
+    table1, vary_mix = R.table1, R.vary_mix
+    monkeypatch.setattr(R, "table1", lambda n, *a, **k: table1(min(n, 20), *a, **k))
+    monkeypatch.setattr(R, "vary_mix", lambda n, seed, percents, *a, **k: vary_mix(
+        min(n, 10), seed, percents[:2], *a, **k))
     res = CliRunner().invoke(app, ["reproduce", "cora", "--quick", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     for title in ("Table I", "Fig. 3", "Table II", "Table III"):

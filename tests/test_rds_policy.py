@@ -178,11 +178,18 @@ def test_profile_trains_a_model_per_kind(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_reproduce_rds_quick_cli(tmp_path: Path) -> None:
+def test_reproduce_rds_quick_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`utilon reproduce rds --quick` end to end, without the no-δ-decay variant (a sixth of
+    its run time; the parameter is tested on its own below)."""
     from typer.testing import CliRunner
 
     from utilon.cli import app
+    from utilon.repro import rds as R
 
+    variants = R.variants
+    monkeypatch.setattr(R, "variants", lambda prof, quick: {
+        k: v for k, v in variants(prof, quick).items()
+        if k != "rds-no-decay"})
     res = CliRunner().invoke(app, ["reproduce", "rds", "--quick", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     for text in ("Table 1 / Fig. 2", "scale-up", "scale-out", "36%", "43%", "Fig. 9",
@@ -193,3 +200,22 @@ def test_reproduce_rds_quick_cli(tmp_path: Path) -> None:
     assert not data["case"]["rows"]["fifo"]["J2"]["met"]
     for fig in data["figures"]:
         assert (tmp_path / fig).stat().st_size > 10_000
+
+
+def test_late_weight_and_progress_error_run_deterministically() -> None:
+    """The knobs behind the reproduction's no-δ-decay and Fig. 10b variants."""
+    cluster = make_cluster(2, slots=2, cpu=2, mem=8)
+    jobs = [make_job(f"j{i}", submit=5.0 * i, maps=12, reduces=1, dur=20.0,
+                     deadline=200.0 + 40 * i) for i in range(4)]
+    base = run(cluster, jobs, "rds", interval=30.0, predictor="last")
+    for params in ({"late_weight": 1.0}, {"progress_error": 0.35, "seed": 3}):
+        res = run(cluster, jobs, "rds", interval=30.0, predictor="last", **params)
+        assert not res.stopped_early
+        assert res.core.jobs.keys() == base.core.jobs.keys()
+    noisy = run(cluster, jobs, "rds", interval=30.0, predictor="last", progress_error=0.35,
+                seed=3)
+    again = run(cluster, jobs, "rds", interval=30.0, predictor="last", progress_error=0.35,
+                seed=3)
+    assert [a.start for a in noisy.core.attempts] == [a.start for a in again.core.attempts]
+    with pytest.raises(ParameterError):
+        make_policy("rds", {"late_weight": -1.0})

@@ -118,6 +118,7 @@ class Alsched(Policy):
                                            + _EPS)
                 cap[m.index] = math.floor(m.capacity[snapshot.slot_resource] / self.unit + _EPS)
         self._cap_key = tuple(cap.tolist())
+        self._fits_cache: dict[Any, tuple[int, ...]] = {}  # demand -> machines it fits, now
         asks: list[Ask] = []
         owners: list[tuple[JobView, StageView]] = []
         infeasible: list[Infeasible] = []
@@ -172,7 +173,10 @@ class Alsched(Policy):
         """The stage's request bound to the machines that are up and fit its tasks, under the
         constraint handling; ``None`` if no allocation can ever give it utility."""
         request = st.request if isinstance(st.request, Request) else DEFAULT_REQUEST
-        fits = tuple(mi for mi in up if _fits(st, snapshot.machines[mi].capacity))
+        fits = self._fits_cache.get(st.demand)
+        if fits is None:
+            fits = self._fits_cache[st.demand] = tuple(
+                mi for mi in up if _fits(st, snapshot.machines[mi].capacity))
         key = (request, st.ready, fits, self._cap_key)
         if key not in self._bound:
             self._bound[key] = self._bind(request, st, fits, cap, job.id)
