@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from utilon.errors import ScenarioError
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
+
+M = TypeVar("M", bound=BaseModel)
 
 # libyaml's loader when available: an imported full-day trace is megabytes of YAML.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -36,6 +38,25 @@ def _field_path(loc: tuple[Any, ...], data: Any, missing: bool) -> str:
             continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
+
+
+def read_json_model(path: Path, model: type[M], fix: str) -> M:
+    """A JSON file validated against ``model`` (one-shot solver instances), with one-line
+    errors naming the file, the line or the field, and ``fix``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError("no such file", where=str(path), fix="check the path") from None
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"not valid JSON ({e.msg})", where=f"{path}:{e.lineno}:{e.colno}",
+                            fix=fix) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
+        raise ScenarioError(first["msg"] + more, where=f"{path}: {loc}", fix=fix) from None
 
 
 def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioError:

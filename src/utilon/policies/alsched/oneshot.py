@@ -10,11 +10,10 @@ times are under ``timing``, the only non-deterministic key.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from utilon.errors import ScenarioError
 from utilon.model.cluster import AttrValue, Machine
@@ -22,6 +21,7 @@ from utilon.model.resources import Resources
 from utilon.policies.alsched.lang import Request, fallback, preferred
 from utilon.policies.alsched.solvers import SOLVERS, Problem, Solution, class_alloc, solve
 from utilon.policies.alsched.solvers import Request as Ask
+from utilon.scenario.load import read_json_model
 
 DOC = "see docs/solve-alsched.md"
 
@@ -59,20 +59,7 @@ class Instance(_Strict):
 
 
 def read(path: Path) -> Instance:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError("no such file", where=str(path), fix="check the path") from None
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"not valid JSON ({e.msg})", where=f"{path}:{e.lineno}:{e.colno}",
-                            fix=DOC) from None
-    try:
-        return Instance.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
-        raise ScenarioError(first["msg"] + more, where=f"{path}: {loc}", fix=DOC) from None
+    return read_json_model(path, Instance, DOC)
 
 
 def machines_of(doc: Instance, where: str) -> tuple[list[Machine], list[int], list[float]]:

@@ -89,6 +89,7 @@ class Alsched(Policy):
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
         self._machines: tuple[Machine, ...] = ()
         self._cap_key: tuple[float, ...] = ()
+        self._fits_cache: dict[Any, tuple[int, ...]] = {}  # demand -> machines it fits, now
         self._bound: dict[tuple[Any, ...], _Bound | None] = {}
         self._seen: dict[tuple[str, int], int] = {}  # (job, stage) -> ready tasks last asked for
         self.solves = 0
@@ -118,7 +119,7 @@ class Alsched(Policy):
                                            + _EPS)
                 cap[m.index] = math.floor(m.capacity[snapshot.slot_resource] / self.unit + _EPS)
         self._cap_key = tuple(cap.tolist())
-        self._fits_cache: dict[Any, tuple[int, ...]] = {}  # demand -> machines it fits, now
+        self._fits_cache.clear()
         asks: list[Ask] = []
         owners: list[tuple[JobView, StageView]] = []
         infeasible: list[Infeasible] = []

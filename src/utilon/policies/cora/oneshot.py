@@ -10,16 +10,16 @@ the allocation matrix, and the solve time (under ``timing``, the only non-determ
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from utilon.errors import ScenarioError
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
+from utilon.scenario.load import read_json_model
 
 SOLVERS = ("cora", "cora-lp", "milp")
 
@@ -151,21 +151,7 @@ def solve(inst: CoraInstance, solver: str) -> CoraSolution:
 
 
 def read(path: Path) -> OneShotInstance:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _error(str(path), "no such file", fix="check the path") from None
-    except json.JSONDecodeError as e:
-        raise _error(f"{path}:{e.lineno}:{e.colno}", f"not valid JSON ({e.msg})",
-                     fix="see docs/solve-cora.md") from None
-    try:
-        return OneShotInstance.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        more = f" (and {e.error_count() - 1} more problem(s))" if e.error_count() > 1 else ""
-        raise _error(f"{path}: {loc}", first["msg"] + more, fix="see docs/solve-cora.md") \
-            from None
+    return read_json_model(path, OneShotInstance, "see docs/solve-cora.md")
 
 
 def solve_file(path: Path, solver: str | None = None) -> dict[str, Any]:

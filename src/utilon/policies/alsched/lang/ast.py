@@ -33,6 +33,7 @@ equal and can key caches.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -102,7 +103,7 @@ def _check_nonneg(n: NumTerm, what: str) -> None:
 
 
 # -- nodes ---------------------------------------------------------------------------------------
-class Node:
+class Node(ABC):
     """Base class of every expression node."""
 
     __slots__ = ()
@@ -115,13 +116,13 @@ class Node:
     def children(self) -> tuple[Node, ...]:
         return ()
 
+    @abstractmethod
     def evaluate(self, alloc: Mapping[str, float]) -> float:
         """The utility of allocation ``alloc`` (class -> units; absent classes count 0)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def upper(self) -> float:
         """The best utility this node can reach (its value under unlimited resources)."""
-        raise NotImplementedError
 
     def lower(self) -> float:
         """The node's utility with nothing allocated."""
