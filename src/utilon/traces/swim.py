@@ -34,6 +34,7 @@ option, written with its value into the scenario's ``metadata.assumed``):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,25 +95,12 @@ class SwimImporter(Importer):
         o = options
         window = common.window
         rows: list[tuple[int, str, int, int, int, int]] = []  # in the window, in file order
-        seen: set[str] = set()
-        for n, line in open_lines(path):
-            if not line.strip():
-                continue
-            log.row()
-            parsed = _parse(line)
-            if isinstance(parsed, str):
-                log.bad(n, parsed)
-                continue
-            job_id, submit, inp, shuffle, out = parsed
-            if job_id in seen:
-                log.bad(n, "duplicate job id")
-                continue
-            seen.add(job_id)
-            if not window.contains(submit):
-                log.filter(n, "before --start" if submit < window.start
+        for row in read_rows(path, log):
+            if not window.contains(row.submit):
+                log.filter(row.line, "before --start" if row.submit < window.start
                            else "after --start+--duration")
                 continue
-            rows.append((n, job_id, submit, inp, shuffle, out))
+            rows.append((row.line, row.id, row.submit, row.input, row.shuffle, row.output))
 
         # --max-jobs keeps the first jobs by submit time (the files are sorted; a stable sort
         # keeps file order at equal times and makes an unsorted file work too).
@@ -140,6 +128,45 @@ class SwimImporter(Importer):
                                  "capacity": {"slots": o.slots_per_machine}}]}
         return TracePart(jobs=jobs, cluster=cluster, provenance=_provenance(o, common, machines),
                          stats=stats)
+
+
+@dataclass(frozen=True)
+class SwimRow:
+    """One well-formed SWIM job row (``line`` is its 1-based line number)."""
+
+    line: int
+    id: str
+    submit: int
+    input: int
+    shuffle: int
+    output: int
+
+
+def read_rows(path: Path, log: SkipLog | None = None) -> list[SwimRow]:
+    """Every well-formed job row in file order; malformed lines and duplicate ids go to
+    ``log`` (a fresh one that raises on a file with no good rows when none is given)."""
+    own = log is None
+    log = log if log is not None else SkipLog(Path(path))
+    rows: list[SwimRow] = []
+    seen: set[str] = set()
+    for n, line in open_lines(path):
+        if not line.strip():
+            continue
+        log.row()
+        parsed = _parse(line)
+        if isinstance(parsed, str):
+            log.bad(n, parsed)
+            continue
+        job_id, submit, inp, shuffle, out = parsed
+        if job_id in seen:
+            log.bad(n, "duplicate job id")
+            continue
+        seen.add(job_id)
+        rows.append(SwimRow(n, job_id, submit, inp, shuffle, out))
+    if own:
+        log.used = len(rows)
+        log.finish("jobs")
+    return rows
 
 
 def _parse(line: str) -> tuple[str, int, int, int, int] | str:

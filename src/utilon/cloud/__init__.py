@@ -1,0 +1,1 @@
+"""Cura's world: servers hosting VM pools, moldable MapReduce jobs, profiles, the simulator."""
