@@ -37,6 +37,7 @@ from utilon.policies.cura.reconfig import plan
 SWIM = Path(__file__).resolve().parents[3].parent / "shared/data/swim_facebook/" \
     "FB-2010_samples_24_times_1hr_0.tsv"
 
+QUICK_JOBS, FULL_JOBS = 300, 2000
 SERVICES = ("per-job-cluster", "dedicated", "per-job-opt", "vm-aware", "cura")
 
 # Table 5 / Table 6 as printed: job -> (VM, VMs, start, end)
@@ -179,7 +180,7 @@ def _sweep(label: str, values: list[Any], make: Callable[[Any], tuple[ProfileSto
 
 
 def figures(quick: bool, seed: int, progress: Callable[[str], None]) -> dict[str, Any]:
-    n = 300 if quick else 2000
+    n = QUICK_JOBS if quick else FULL_JOBS
     dur = 6000.0 * n / 11500             # the paper's arrival rate: 11,500 jobs in 100 min
     store0 = _store()
 

@@ -41,6 +41,7 @@ vectorised filter rules out for most pairs before any exact re-planning.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from collections.abc import Iterable
 from typing import Any
 
@@ -191,17 +192,19 @@ class VMAware(CloudPolicy):
         return False
 
     def _hurt(self, new: list[CloudJob]) -> bool:
-        """Line 12 (see the module notes): do current reservations raise a new job's cost?"""
+        """Line 12 (see the module notes): do current reservations raise a new job's cost?
+        Like line 12's ``Cost``, this is the lowest cost at any start that meets the deadline,
+        not only within the windows: a job that can simply wait is not outranking anyone."""
         others = [self.reserved[r] for r in self.reserved if r not in self.deciders.values()]
         for s in others:
             self.book.remove(s.job)
         try:
-            alone = [self._cost(n, self._best(n, windows=self.windows)) for n in new]
+            alone = [self._cost(n, self._best(n)) for n in new]
         finally:
             for s in others:
                 self.book.add(s)
-        return any(self._cost(n, self._best(n, windows=self.windows)) > a + EPS
-                   for n, a in zip(new, alone, strict=True))
+        return any(self._cost(n, self._best(n)) > a + EPS for n, a in zip(new, alone,
+                                                                           strict=True))
 
     # -- the three ways of (re)reserving -------------------------------------------------
     def _reset_windows(self, now: float, new: list[CloudJob]) -> None:
@@ -250,7 +253,9 @@ class VMAware(CloudPolicy):
         cannot delay anyone else's reservation, so priorities are computed among the rest."""
         for j in cj:
             self.waiting[j.id] = j
-        slots = [self._best(j, windows=self.windows) for j in cj]
+        room = np.array(self._room_within())
+        slots = [self._best(j, windows=self.windows) if self._may_fit(j, room) else None
+                 for j in cj]
         live = [i for i, s in enumerate(slots) if s is not None]
         if not live:
             return
@@ -264,6 +269,20 @@ class VMAware(CloudPolicy):
             if s is not None:
                 self._reserve(s)
 
+    def _room_within(self) -> list[int]:
+        """Per pool, the most VMs free at any instant of its window: a configuration needing
+        more can not be reserved now (a cheap filter before the exact search)."""
+        out = []
+        for k in range(self.cloud.k):
+            T, U = self.book.profile(k)
+            hi = bisect_right(T, self.windows[k])
+            out.append(self.book.cap[k] - min(U[:max(1, hi)]))
+        return out
+
+    def _may_fit(self, j: CloudJob, room: np.ndarray) -> bool:
+        t = self.store.configs(j)
+        return bool(((j.deadline - t.t_run >= self.book.now - EPS) & (t.n <= room[t.k])).any())
+
     def _run_due(self, now: float, view: PoolView) -> list[Command]:
         """Line 33: start the reservations that begin now (a pool short of VMs, e.g. still
         booting after a reconfiguration, sends its job back to wait)."""
@@ -273,15 +292,13 @@ class VMAware(CloudPolicy):
             if s.start > now + EPS:
                 continue
             del self.reserved[jid]
-            self.book.remove(jid)
             if idle[s.k] < s.n:
+                self.book.remove(jid)
                 self.waiting[jid] = self.jobs[jid]
                 continue
             idle[s.k] -= s.n
-            self.running.add(jid)
+            self.running.add(jid)               # its slot stays in the book until it ends
             self.started.append((now, jid, s.k, s.n, s.cost))
-            t_run = s.end - s.start
-            self.book.add(Slot(jid, s.k, s.n, now, now + t_run, s.cost))
             out.append(Start(jid, s.k, s.n))
         return out
 
