@@ -34,7 +34,7 @@ import numpy as np
 from utilon.cloud.model import CloudJob, Command, Drop, Finished, PoolView, Resize, Start
 from utilon.cloud.profile import ProfileStore
 from utilon.cloud.provider import Provider, ProviderEvent, VMFailed, VMGone, VMReady
-from utilon.cloud.sim import CloudResult, JobRecord
+from utilon.cloud.sim import CloudResult, JobRecord, check_start
 from utilon.errors import InvalidDecision, ModelError, UtilonError
 
 
@@ -271,22 +271,10 @@ class LiveCloud:
             raise InvalidDecision(f"{self.policy.name}: unknown command {c!r}")
 
     def _start(self, now: float, c: Start) -> None:
-        rec = self.records.get(c.job)
         name = self.policy.name
-        if rec is None or rec.start is not None or rec.dropped:
-            raise InvalidDecision(f"{name}: cannot start job {c.job!r} (unknown, started or "
-                                  "dropped)")
-        if rec.job.arrival > now:
-            raise InvalidDecision(f"{name}: job {c.job} started before it arrived")
-        if not 0 <= c.k < self.cloud.k:
-            raise InvalidDecision(f"{name}: job {c.job}: no VM type {c.k}")
+        rec, i = check_start(name, self.store, self.records.get(c.job), now, c)
         table = self.store.configs(rec.job)
-        hit = np.flatnonzero((table.k == c.k) & (table.n == c.count))
         vm_name = self.cloud.vm_types[c.k].name
-        if not len(hit):
-            raise InvalidDecision(f"{name}: job {c.job} has no configuration {c.count} x "
-                                  f"{vm_name}")
-        i = int(hit[0])
         placed: list[int] | None = None
         idle: list[_VM] = []
         if c.fresh:

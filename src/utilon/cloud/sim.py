@@ -180,19 +180,9 @@ class CloudSim:
             raise InvalidDecision(f"{self.policy.name}: unknown command {c!r}")
 
     def _start(self, now: float, c: Start) -> None:
-        rec = self.records.get(c.job)
         name = self.policy.name
-        if rec is None or rec.start is not None or rec.dropped:
-            raise InvalidDecision(f"{name}: cannot start job {c.job!r} (unknown, started or "
-                                  "dropped)")
-        if rec.job.arrival > now:
-            raise InvalidDecision(f"{name}: job {c.job} started before it arrived")
+        rec, i = check_start(name, self.store, self.records.get(c.job), now, c)
         table = self.store.configs(rec.job)
-        hit = np.flatnonzero((table.k == c.k) & (table.n == c.count))
-        if not len(hit):
-            raise InvalidDecision(f"{name}: job {c.job} has no configuration {c.count} x "
-                                  f"{self.cloud.vm_types[c.k].name}")
-        i = int(hit[0])
         actual = self.store.actual(float(table.t_pred[i]), self.u[c.job])
         if c.fresh:
             placed = self._place_fresh(c.k, c.count)
@@ -309,6 +299,25 @@ class CloudSim:
         return CloudResult(self.policy.name, self.servers, recs, usage, span,
                            self.reconfigurations, self.reconfigured_vms,
                            self.policy.report(), decide_ms, wall)
+
+
+def check_start(name: str, store: ProfileStore, rec: JobRecord | None, now: float, c: Start
+                ) -> tuple[JobRecord, int]:
+    """Validate a ``Start`` against the job's state and profile (shared by the simulator and
+    the live driver); returns the record and the configuration's row."""
+    if rec is None or rec.start is not None or rec.dropped:
+        raise InvalidDecision(f"{name}: cannot start job {c.job!r} (unknown, started or "
+                              "dropped)")
+    if rec.job.arrival > now:
+        raise InvalidDecision(f"{name}: job {c.job} started before it arrived")
+    if not 0 <= c.k < store.cloud.k:
+        raise InvalidDecision(f"{name}: job {c.job}: no VM type {c.k}")
+    table = store.configs(rec.job)
+    hit = np.flatnonzero((table.k == c.k) & (table.n == c.count))
+    if not len(hit):
+        raise InvalidDecision(f"{name}: job {c.job} has no configuration {c.count} x "
+                              f"{store.cloud.vm_types[c.k].name}")
+    return rec, int(hit[0])
 
 
 def initial_host(store: ProfileStore, pools: tuple[int, ...], servers: int) -> np.ndarray:
