@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test bench bench-ray live lint clean trace-examples replay-day
+.PHONY: demo test test-long bench bench-ray live lint clean trace-examples replay-day
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,11 @@ demo: $(STAMP)
 	$(BIN)/utilon compare examples/facebook-mix.yaml --policies fifo,fair,fair-slots,edf-n,edf-p --out runs/demo --report
 
 test: $(TSTAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not long"
+
+# The tests kept out of `make test` for its 10-minute budget (see README, Tests).
+test-long: $(TSTAMP)
+	$(BIN)/python -m pytest -m long
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py

@@ -178,6 +178,7 @@ def test_profile_trains_a_model_per_kind(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_reproduce_rds_quick_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`utilon reproduce rds --quick` end to end, without the no-δ-decay variant (a sixth of
     its run time; the parameter is tested on its own below)."""

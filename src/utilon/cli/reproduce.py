@@ -316,7 +316,7 @@ def alsched(
 @reproduce_app.command("cura")
 def cura(
     quick: Annotated[bool, typer.Option("--quick", help="Appendix B and Figs. 5-6 on 300 jobs "
-                                        "(about 30 s) instead of every figure on 1,000")] = False,
+                                        "(about 30 s) instead of every figure on 500")] = False,
     out_dir: Annotated[Path, typer.Option("--out", help="where figures and results.json go")]
     = Path("runs/reproduce/cura"),
     seed: Annotated[int, typer.Option("--seed", help="workload seed")] = 1,

@@ -37,7 +37,7 @@ from utilon.policies.cura.reconfig import plan
 SWIM = Path(__file__).resolve().parents[3].parent / "shared/data/swim_facebook/" \
     "FB-2010_samples_24_times_1hr_0.tsv"
 
-QUICK_JOBS, FULL_JOBS = 300, 1000
+QUICK_JOBS, FULL_JOBS = 300, 500
 SERVICES = ("per-job-cluster", "dedicated", "per-job-opt", "vm-aware", "cura")
 
 # Table 5 / Table 6 as printed: job -> (VM, VMs, start, end)
