@@ -336,3 +336,32 @@ def test_reproduce_cura_quick_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     data = json.loads((tmp_path / "results.json").read_text())
     assert set(data["figures"]["fig5_6"]["points"]["200.0"]) == set(R.SERVICES)
     assert (tmp_path / "cura-table5.png").exists()
+
+
+def test_full_run_claims_and_figures_from_results(tmp_path: Path) -> None:
+    """The full run's claims and figures (Figs. 7-12), on hand-made results."""
+    def pt(servers: dict[str, int]) -> dict[str, dict[str, float]]:
+        return {s: {"servers": v, "mean_response_s": 100.0 + v, "per_job_server_hours": 0.1,
+                    "effective_utilization": 10.0 / v} for s, v in servers.items()}
+
+    five = dict(zip(R.SERVICES, (400, 300, 500, 250, 200), strict=True))
+    figs = {"fig5_6": {"x": "mean deadline s", "points": {"200.0": pt(five)}},
+            "fig7_8": {"x": "prediction error", "points": {"0.0": pt(five),
+                                                             "0.7": pt({**five, "cura": 270})}},
+            "fig10_11": {"x": "job size", "points": {"small": pt(five)}},
+            "fig12": {"x": "deadline distribution", "points": {
+                "uniform": pt({"cura": 200}), "poisson": pt({"cura": 220}),
+                "exponential": pt({"cura": 260})}},
+            "fig9": {"vm-aware": {"100": 0.5, "200": 1.0}}}
+    ours = R.claims(figs)
+    assert ours["fig5_servers"] == "up to 50% fewer servers than per-job, 33% than dedicated " \
+                                   "clusters"
+    assert ours["fig6_reconfig"] == "reconfiguration saves up to 20% of vm-aware's servers"
+    assert ours["fig7_error"].startswith("5.0% more servers per 10% error")
+    assert ours["fig10_sizes"] == "small 2.0x"
+    assert ours["fig12_dists"] == "exponential needs 30% more than the better of the others"
+    from utilon.repro.cura_figures import plot
+
+    ab = R.appendix_b()
+    paths = plot({"appendix_b": ab, "figures": figs}, tmp_path)
+    assert {p.name for p in paths} >= {"cura-fig9.png", "cura-fig12.png", "cura-table5.png"}
