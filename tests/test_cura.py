@@ -269,9 +269,9 @@ def test_reconfiguration_triggers_only_when_benefit_exceeds_beta_times_cost() ->
     for beta in (1.2, 2.0, 5.0):
         # observed - estimate == beta * cost exactly: triggers; a hair below: does not
         extra = beta * cost / len(jobs)
-        used = [(j.id, opt + extra) for j in jobs]
+        used = [(j, opt + extra) for j in jobs]
         assert plan(store, jobs, used, pools, 4, beta).triggered
-        used = [(j.id, opt + extra * 0.999) for j in jobs]
+        used = [(j, opt + extra * 0.999) for j in jobs]
         assert not plan(store, jobs, used, pools, 4, beta).triggered
     assert plan(store, [], [], pools, 4, 1.5) is None
 

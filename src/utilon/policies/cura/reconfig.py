@@ -43,10 +43,11 @@ class Plan:
     triggered: bool
 
 
-def plan(store: ProfileStore, arrived: list[CloudJob], used: list[tuple[str, float]],
+def plan(store: ProfileStore, arrived: list[CloudJob], used: list[tuple[CloudJob, float]],
          pools: tuple[int, ...], servers: int, beta: float) -> Plan | None:
     """The §3.2 decision for one window; ``used`` is ``(job, cost of its actual
-    configuration)`` for the jobs started in it.  ``None`` when no job arrived."""
+    configuration)`` for the jobs started in it (whenever they arrived).  ``None`` when no job
+    arrived."""
     cloud: CloudSpec = store.cloud
     usage = [0.0] * cloud.k
     for j in arrived:
@@ -61,12 +62,8 @@ def plan(store: ProfileStore, arrived: list[CloudJob], used: list[tuple[str, flo
     r_total = sum(v * t.cores for v, t in zip(pools, cloud.vm_types, strict=True))
     want = [int(p * r_total / t.cores) for p, t in zip(share, cloud.vm_types, strict=True)]
     target = fill(cloud, servers, want)
-    by_id = {j.id: j for j in arrived}
     observed = estimate = 0.0
-    for jid, cost in used:
-        job = by_id.get(jid)
-        if job is None:
-            continue
+    for job, cost in used:
         t = store.configs(job)
         i = t.optimal(job.deadline - job.arrival)
         if i is None:
@@ -108,8 +105,8 @@ class Cura(VMAware):
         return out + super().decide(now, view, arrived, finished)
 
     def _reconfigure(self, now: float, view: PoolView) -> list[Command]:
-        used = [(jid, cost) for t, jid, _, _, cost in self.started[self._seen_started:]
-                if t >= self._window_start]
+        used = [(self.jobs[jid], cost) for t, jid, _, _, cost
+                in self.started[self._seen_started:] if t >= self._window_start]
         self._seen_started = len(self.started)
         pools = tuple(self.target) if self.target is not None else view.size
         p = plan(self.store, self._arrived, used, pools, view.servers, self.beta)
