@@ -291,8 +291,7 @@ def test_generated_workload_is_seeded_and_checks_its_input() -> None:
         generate(store, jobs=3, sizes="swim")
 
 
-@pytest.mark.skipif(not SWIM.exists(), reason="needs ../shared/data")
-def test_swim_workload_takes_real_sizes_in_each_band() -> None:
+def test_swim_workload_takes_real_sizes_in_each_band(shared_data: Path) -> None:
     from utilon.cloud.profile import swim_profiles
 
     store = ProfileStore(CloudSpec(), swim_profiles(SWIM, CloudSpec()))
@@ -325,9 +324,9 @@ def test_appendix_b_golden_schedules() -> None:
     assert {7, 10, 15} <= set(t5["inconsistent_paper_rows"])
 
 
-def test_reproduce_cura_quick_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    if not SWIM.exists():
-        pytest.skip("needs ../shared/data")
+def test_reproduce_cura_quick_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                  shared_data: Path) -> None:
+    assert SWIM.is_relative_to(shared_data)
     monkeypatch.setattr(R, "QUICK_JOBS", 40)
     res = CliRunner().invoke(app, ["reproduce", "cura", "--quick", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output

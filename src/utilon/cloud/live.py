@@ -29,12 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from utilon.cloud.model import CloudJob, Command, Drop, Finished, PoolView, Resize, Start
 from utilon.cloud.profile import ProfileStore
 from utilon.cloud.provider import Provider, ProviderEvent, VMFailed, VMGone, VMReady
-from utilon.cloud.sim import CloudResult, JobRecord, check_start
+from utilon.cloud.sim import CloudResult, JobRecord, check_start, order_jobs
 from utilon.errors import InvalidDecision, ModelError, UtilonError
 
 
@@ -129,10 +127,7 @@ class LiveCloud:
         self.store = store
         self.cloud = store.cloud
         self.policy = policy
-        self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
-        ids = [j.id for j in self.jobs]
-        if len(set(ids)) != len(ids):
-            raise ModelError("workload: duplicate job ids", fix="give each job its own id")
+        self.jobs, self.u = order_jobs(jobs, seed)   # the same runtime draws as CloudSim
         self.provider = provider
         self.executor = executor
         self.time_scale = time_scale
@@ -141,9 +136,6 @@ class LiveCloud:
         self.clock = clock
         self.sleep = sleep
         self.timeout = timeout
-        # the same per-job runtime draws as CloudSim with this seed
-        rng = np.random.default_rng(seed)
-        self.u = dict(zip(ids, rng.uniform(-1.0, 1.0, len(ids)), strict=True))
         self.cores = [v.cores for v in self.cloud.vm_types]
         self.records = {j.id: JobRecord(j) for j in self.jobs}
         self.vms: dict[str, _VM] = {}

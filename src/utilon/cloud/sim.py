@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,13 +90,8 @@ class CloudSim:
         self.store = store
         self.cloud = store.cloud
         self.policy = policy
-        self.jobs = sorted(jobs, key=lambda j: (j.arrival, j.id))
-        ids = [j.id for j in self.jobs]
-        if len(set(ids)) != len(ids):
-            raise ModelError("workload: duplicate job ids", fix="give each job its own id")
+        self.jobs, self.u = order_jobs(jobs, seed)
         self.servers = servers
-        self.rng = np.random.default_rng(seed)
-        self.u = dict(zip(ids, self.rng.uniform(-1.0, 1.0, len(ids)), strict=True))
         K = self.cloud.k
         self.cores = self.cloud.cores.astype(np.int64)
         self.host = np.zeros((servers, K), dtype=np.int64)   # VMs (pool or per-job) per server
@@ -299,6 +295,18 @@ class CloudSim:
         return CloudResult(self.policy.name, self.servers, recs, usage, span,
                            self.reconfigurations, self.reconfigured_vms,
                            self.policy.report(), decide_ms, wall)
+
+
+def order_jobs(jobs: Sequence[CloudJob], seed: int
+               ) -> tuple[list[CloudJob], dict[str, float]]:
+    """Jobs by arrival (then id) and each one's runtime draw ``u`` in [-1, 1] from ``seed``:
+    the simulator and the live driver draw the same actual runtimes."""
+    ordered = sorted(jobs, key=lambda j: (j.arrival, j.id))
+    ids = [j.id for j in ordered]
+    if len(set(ids)) != len(ids):
+        raise ModelError("workload: duplicate job ids", fix="give each job its own id")
+    u = np.random.default_rng(seed).uniform(-1.0, 1.0, len(ids))
+    return ordered, dict(zip(ids, u.tolist(), strict=True))
 
 
 def check_start(name: str, store: ProfileStore, rec: JobRecord | None, now: float, c: Start
