@@ -24,7 +24,9 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "utilon"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "utilon")
+settings.load_profile(PROFILE)
+THOROUGH = PROFILE == "thorough"
 
 
 # -- real traces in ../shared/data (CI clones the repo with ../shared beside it) -------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from builders import attempts_of, check_run_invariants, run
+from utilon.core.feasibility import Unrunnable
 from utilon.errors import ParameterError, UtilonError
 from utilon.model.cluster import Cluster, Machine
 from utilon.model.job import Job, Stage, Task
@@ -55,12 +56,14 @@ def test_soft_falls_back_when_the_large_machine_is_busy_hard_waits_none_spreads(
     assert all(len({a.machine for a in attempts_of(none, j)}) > 1 for j in ("a", "b"))
 
 
-def test_hard_reports_a_request_that_can_never_be_met() -> None:
+def test_hard_refuses_a_request_that_can_never_be_met() -> None:
     cl = _cluster(1, 4)
     jobs = [make_job("big", "nbody", 40, 10.0, speedup=2.0)]  # more than 32 cores
-    res = run(cl, jobs, "alsched", constraints="hard")
-    assert res.stopped_early
-    assert "never be met" in res.core.infeasible["big"]
+    with pytest.raises(Unrunnable) as ei:
+        run(cl, jobs, "alsched", constraints="hard")
+    line = ei.value.one_line()
+    assert "job big: stage 'nbody'" in line and "never be met" in line
+    assert "constraints=hard" in line and "policy 'alsched'" in line
     soft = run(cl, jobs, "alsched", constraints="soft")
     assert not soft.stopped_early  # Soft falls back to the whole cluster
 

@@ -77,8 +77,9 @@ def problems(draw: st.DrawFn) -> Problem:
         classes = draw(laminar_classes(machines))
         expr = draw(exprs(sorted(classes), 3))
         limit = draw(st.none() | st.integers(0, 8))
+        size = draw(st.sampled_from((1, 1, 2, 3)))  # machine units per unit of the job
         reqs.append(Request(f"j{j}", expr, classes, weight=float(draw(st.integers(1, 3))),
-                            limit=limit))
+                            limit=limit, size=size))
     return Problem(capacity, tuple(reqs))
 
 
@@ -113,6 +114,30 @@ def test_bnb_limits_give_a_valid_incumbent_and_bound(p: Problem, nodes: int) -> 
     assert s.bound >= solve(p, "milp").total - 1e-6  # the bound is a true upper bound
     if s.status == "time_limit":
         assert s.bound >= s.total
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_two_core_task_is_never_split(solver: str) -> None:
+    """Two machines with 3 free cores each, a job of two-core tasks: it gets one task per
+    machine (4 cores), not three cores here and three there."""
+    r = Request("j", LnCk("all", Lit(3), Lit(3)), {"all": (0, 1)}, limit=3, size=2)
+    s = solve(Problem((3, 3), (r,)), solver)
+    check(Problem((3, 3), (r,)), s)
+    assert s.alloc == {"j": {0: 1, 1: 1}} and s.utility["j"] == pytest.approx(2.0)
+
+
+def test_sizes_share_a_machine() -> None:
+    """A two-core job and a one-core job on one 5-core machine: 2 + 1 tasks fit, 2 + 2 do
+    not; the exact solvers find the best mix."""
+    a = Request("a", LnCk("m", Lit(2), Lit(4)), {"m": (0,)}, size=2)
+    b = Request("b", LnCk("m", Lit(3), Lit(3)), {"m": (0,)}, size=1)
+    p = Problem((5,), (a, b))
+    for solver in ("bnb", "milp"):
+        s = solve(p, solver)
+        check(p, s)
+        assert s.total == pytest.approx(5.0)  # a: 2 tasks (4 cores, utility 4), b: 1 core
+    with pytest.raises(UtilonError, match="size must be an integer >= 1"):
+        Problem((5,), (Request("c", LnCk("m", Lit(1), Lit(1)), {"m": (0,)}, size=0),))
 
 
 # -- hand-made instances -------------------------------------------------------------------------

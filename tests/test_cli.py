@@ -22,7 +22,8 @@ POLICIES = ["alsched", "cora", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots"
             "rds", "rrh"]
 HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
 SUMMARY_KEYS = [
-    "scenario", "policy", "params", "seed", "jobs", "finished", "unsubmitted", "utility_min",
+    "scenario", "policy", "params", "seed", "jobs", "finished", "unfinished", "unsubmitted",
+    "utility_min",
     "utility_sum",
     "utility_mean", "misses", "miss_rate", "penalty", "hard_misses", "makespan",
     "response_mean",
@@ -30,7 +31,8 @@ SUMMARY_KEYS = [
     "decisions", "infeasible", "stopped_early", "warnings", "timeline", "timing",
 ]
 COMPARISON_COLUMNS = [
-    "policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate", "penalty",
+    "policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate", "unfinished",
+    "penalty",
     "makespan", "response_mean", "response_p95", "utilisation", "servers", "cost",
 ]
 
@@ -103,6 +105,65 @@ def test_validate_examples(path: Path) -> None:
 def test_validate_counts(tmp_path: Path) -> None:
     res = invoke("validate", SMALL)
     assert "3 machines, 0 capacity changes, 5 jobs, 65 tasks" in res.stdout
+
+
+def test_piped_output_never_wraps_even_from_a_deep_directory(tmp_path: Path) -> None:
+    """Run the installed command for real, stdout and stderr piped, from a directory whose
+    path alone is longer than a terminal line: every message stays on one line."""
+    import shutil
+    import subprocess
+    import sys
+
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 8)
+    deep.mkdir(parents=True)
+    scenario = deep / "small.yaml"
+    shutil.copy(SMALL, scenario)
+    cmd = [sys.executable, "-c", "from utilon.cli import main; main()"]
+    ok = subprocess.run([*cmd, "validate", str(scenario)], cwd=deep, capture_output=True,
+                        text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert len(str(scenario)) > 200
+    assert ok.stdout.count("\n") == 1 and ok.stdout.startswith(f"ok: {scenario}: ")
+    bad = deep / "bad.yaml"
+    bad.write_text("name: x\ncluster: {machines: [{id: m, capacty: {slots: 1}}]}\n",
+                   encoding="utf-8")
+    err = subprocess.run([*cmd, "validate", str(bad)], cwd=deep, capture_output=True,
+                         text=True, check=False)
+    assert err.returncode == 2
+    assert err.stderr.count("\n") == 1 and err.stderr.startswith(f"error: {bad}: ")
+
+
+def test_a_gang_wider_than_the_static_slots_is_refused_before_the_run(tmp_path: Path) -> None:
+    p = tmp_path / "gang.yaml"
+    p.write_text(yaml.safe_dump({
+        "name": "gang", "cluster": {"machines": [{"id": "m", "count": 1,
+                                                  "capacity": {"slots": 8}}]},
+        "workload": {"jobs": [{"id": "j", "submit": 0, "stages": [
+            {"name": "map", "tasks": 5, "duration": 10, "demand": {"slots": 1},
+             "gang": True}]}]},
+        "policies": {"fair-slots": {"k": 4}}}), encoding="utf-8")
+    line = assert_clean_error(invoke("simulate", str(p), "-p", "fair-slots",
+                                     "--out", str(tmp_path / "o")),
+                              str(p), "job j", "gang stage 'map' needs 5 tasks at once",
+                              "k=4", "policy 'fair-slots'", "it can never run")
+    assert "raise k" in line
+    assert invoke("simulate", str(p), "-p", "fifo", "--out", str(tmp_path / "f")).exit_code == 0
+    # validate checks the policies the scenario configures
+    assert_clean_error(invoke("validate", str(p)), str(p), "job j", "k=4")
+
+
+def test_unfinished_jobs_are_counted_and_never_free(tmp_path: Path) -> None:
+    p = write_scenario(tmp_path, {"simulation": {"horizon": 5}})
+    res = invoke("simulate", str(p), "-p", "fifo", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["unfinished"] == summary["jobs"] - summary["finished"] > 0
+    with (tmp_path / "o" / "jobs.csv").open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if not r["finish"]]
+    assert rows and all(r["missed"] == "true" for r in rows)
+    assert all(float(r["penalty"]) >= 1.0 for r in rows if r["goal"])
+    assert "unfinished" in res.stdout  # the table's column
+    assert "job(s) unfinished" in res.stderr and "charged a penalty" in res.stderr
 
 
 def test_validate_broken_file(tmp_path: Path) -> None:

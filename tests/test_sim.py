@@ -23,10 +23,11 @@ from utilon.core import (
     Tick,
     Trigger,
 )
-from utilon.model import Resources, UsagePhase
+from utilon.core.feasibility import Unrunnable
+from utilon.core.scheduler import MAX_IDLE_TICKS
+from utilon.model import Job, Resources, Stage, Task, UsagePhase
 from utilon.policies import make_policy
 from utilon.sim import Phase, Simulation, simulate
-from utilon.sim.engine import MAX_IDLE_TICKS
 
 CPU = Resources(cpu=1)
 
@@ -320,16 +321,26 @@ def test_run_without_horizon_processes_late_changes_but_ends_at_last_finish() ->
     assert res.stopped_early == "" and res.end_time == 10
 
 
-def test_job_that_fits_no_machine_stops_the_run_early() -> None:
+def test_job_that_fits_no_machine_is_refused_before_the_run() -> None:
     cl = cpu_cluster(2, 4)
     jobs = [single_stage_job("huge", [(10, Resources(cpu=8))]),
             single_stage_job("ok", [(10, Resources(cpu=1))] * 3, submit=1)]
-    res = run(cl, jobs, "fifo")
-    assert res.stopped_early == "no task can run and nothing will change"
-    assert finishes(res) == {"huge": None, "ok": 11}
-    assert res.end_time == 11
-    assert any("huge" in w and "fits no machine" in w for w in res.core.warnings)
-    check_run_invariants(res, cl, jobs)
+    with pytest.raises(Unrunnable) as ei:
+        run(cl, jobs, "fifo")
+    line = ei.value.one_line()
+    assert "job huge: stage 's': task 0 demands {cpu: 8}" in line
+    assert "the largest is {cpu: 4}" in line and "it can never run" in line
+    assert ei.value.job == "huge"
+
+
+def test_job_submitted_after_its_only_machine_left_for_good_is_refused() -> None:
+    cl = make_cluster(2, slots=1, capacities=[dict(slots=1), dict(slots=4)],
+                      timeline=[change(5, "m1", "leave")])
+    wide = Stage("s", tuple(Task(1, Resources(slots=4)) for _ in range(1)))
+    early = Job("early", 0.0, (wide,))
+    assert run(cl, [early], "fifo").core.jobs["early"].finish == 1
+    with pytest.raises(Unrunnable, match="job late: stage 's'"):
+        run(cl, [Job("late", 5.0, (wide,))], "fifo")  # m1 leaves at 5, before arrivals at 5
 
 
 def test_job_whose_only_machine_left_stops_the_run_early() -> None:

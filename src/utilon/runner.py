@@ -5,18 +5,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from utilon.core.feasibility import Unrunnable
+from utilon.core.policy import Policy
 from utilon.errors import UnknownNameError
 from utilon.live import LiveProgress, LiveResult, LiveRun, LocalBackend, TaskCatalog
 from utilon.live.backend import Backend
 from utilon.metrics.outputs import job_rows, summarize, write_outputs
 from utilon.model.cluster import Cluster
 from utilon.policies import make_policy, policy_class, policy_names
-from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
 from utilon.sim.engine import SimResult, Simulation
 
@@ -64,16 +66,28 @@ def run_policy(
     progress: Callable[[int, int], None] | None = None,
 ) -> RunOutput:
     policy = policy_for(workload, name, overrides)
-    sim = Simulation(workload.cluster, workload.jobs, policy,
-                     horizon=workload.spec.simulation.horizon, validate=validate,
-                     record_attempts=False, progress=progress,
-                     estimates=workload.spec.simulation.estimates)
+    with _blamed_on(workload):
+        sim = Simulation(workload.cluster, workload.jobs, policy,
+                         horizon=workload.spec.simulation.horizon, validate=validate,
+                         record_attempts=False, progress=progress,
+                         estimates=workload.spec.simulation.estimates)
     result = sim.run()
     rows = job_rows(result, workload.jobs)
     summary = summarize(result, workload, policy, rows)
     if out_dir is not None:
         summary = write_outputs(out_dir, rows, summary, provenance(workload), result)
     return RunOutput(policy, result, rows, summary)
+
+
+@contextmanager
+def _blamed_on(workload: Workload) -> Iterator[None]:
+    """A job refused as never runnable is the scenario file's problem: name the file."""
+    try:
+        yield
+    except Unrunnable as e:
+        if not e.where and workload.source:
+            e.where = f"{workload.source}: workload"
+        raise
 
 
 def resolve_policies(spec: str) -> list[str]:
@@ -134,8 +148,9 @@ def run_live(
     run_dir.mkdir(parents=True, exist_ok=True)
     catalog = TaskCatalog(run_dir.resolve(), workload.jobs, workload.plans)
     catalog.prepare(on_prepare)
-    result = LiveRun(workload.cluster, workload.jobs, policy, backend, catalog,
-                     timeout=timeout, validate=validate, progress=progress).run()
+    with _blamed_on(workload):
+        result = LiveRun(workload.cluster, workload.jobs, policy, backend, catalog,
+                         timeout=timeout, validate=validate, progress=progress).run()
     # machines a Ray cluster added during the run count as servers too
     ran_on = Cluster(tuple(m.machine for m in result.core.machines), result.cluster.timeline,
                      result.cluster.initially_down)

@@ -24,6 +24,7 @@ from utilon.cli.common import state as _state
 from utilon.cli.reproduce import reproduce_app
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
+from utilon.core.feasibility import check_workload
 from utilon.errors import UtilonError
 from utilon.live import LiveProgress
 from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
@@ -175,8 +176,8 @@ def compare(
 def _write_comparison(target: Path, results: list[RunOutput]) -> None:
     target.mkdir(parents=True, exist_ok=True)
     cols = ["policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate",
-            "penalty", "makespan", "response_mean", "response_p95", "utilisation", "servers",
-            "cost"]
+            "unfinished", "penalty", "makespan", "response_mean", "response_p95",
+            "utilisation", "servers", "cost"]
     with (target / "comparison.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
@@ -195,7 +196,8 @@ def _progress() -> Progress:
 def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for col, just in (("policy", "left"), ("U min", "right"), ("U sum", "right"),
-                      ("U mean", "right"), ("misses", "right"), ("penalty", "right"),
+                      ("U mean", "right"), ("misses", "right"), ("unfinished", "right"),
+                      ("penalty", "right"),
                       ("makespan s", "right"), ("resp mean s", "right"),
                       ("resp p95 s", "right"), ("util", "right"),
                       ("decide p50/p95 ms", "right")):
@@ -205,8 +207,9 @@ def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
         tm = s["timing"]
         t.add_row(s["policy"], f"{s['utility_min']:.3f}", f"{s['utility_sum']:.2f}",
                   f"{s['utility_mean']:.3f}", f"{s['misses']} ({s['miss_rate']:.0%})",
-                  f"{s['penalty']:.2f}", f"{s['makespan']:.0f}", f"{s['response_mean']:.0f}",
-                  f"{s['response_p95']:.0f}", f"{s['utilisation']:.0%}",
+                  str(s["unfinished"]), f"{s['penalty']:.2f}", f"{s['makespan']:.0f}",
+                  f"{s['response_mean']:.0f}", f"{s['response_p95']:.0f}",
+                  f"{s['utilisation']:.0%}",
                   f"{tm['decide_ms_p50']:.3f} / {tm['decide_ms_p95']:.3f}")
     return t
 
@@ -215,8 +218,12 @@ def _warn(r: RunOutput | LiveOutput) -> None:
     s = r.summary
     if s["stopped_early"]:
         err.print(f"[yellow]warning:[/] {s['policy']}: run stopped early: "
-                  f"{s['stopped_early']}; {s['jobs'] - s['finished']} job(s) unfinished "
-                  f"({s['unsubmitted']} never submitted)")
+                  f"{s['stopped_early']}; {s['unfinished']} job(s) unfinished "
+                  f"({s['unsubmitted']} never submitted), each counted as missed and charged "
+                  "a penalty", soft_wrap=True)
+    elif s["unfinished"]:
+        err.print(f"[yellow]warning:[/] {s['policy']}: {s['unfinished']} job(s) did not "
+                  "finish, each counted as missed and charged a penalty", soft_wrap=True)
     for w in s["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
 
@@ -361,16 +368,21 @@ def list_policies() -> None:
 # ---------------------------------------------------------------------------------- validate
 @app.command()
 def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
-    """Check a scenario file and say what it describes, or print one line saying what is wrong."""
+    """Check a scenario file and say what it describes, or print one line saying what is wrong
+    (including a job that could never run on its cluster, or under a policy it configures)."""
     with _errors():
         spec = read_scenario(scenario)
         workload = build_workload(spec, seed=seed, source=str(scenario))
-        for name, params in spec.policies.items():
-            make_policy(name, params, where=f"{scenario}: policies.{name}")
+        where = f"{scenario}: workload"
+        check_workload(workload.cluster, workload.jobs, where=where)
+        policies = [make_policy(name, params, where=f"{scenario}: policies.{name}")
+                    for name, params in spec.policies.items()]
         if spec.policy is not None:
-            make_policy(spec.policy.name,
-                        {**spec.policies.get(spec.policy.name, {}), **spec.policy.params},
-                        where=f"{scenario}: policy")
+            policies.append(make_policy(
+                spec.policy.name, {**spec.policies.get(spec.policy.name, {}),
+                                   **spec.policy.params}, where=f"{scenario}: policy"))
+        for policy in policies:  # a job the scenario's own policies could never run
+            check_workload(workload.cluster, workload.jobs, policy, where=where)
         tasks = sum(j.n_tasks for j in workload.jobs)
         out.print(f"ok: {scenario}: scenario {workload.name!r}, "
                   f"{len(workload.cluster.machines)} machines, {len(workload.cluster.timeline)} "

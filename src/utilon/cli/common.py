@@ -12,9 +12,19 @@ from rich.console import Console
 
 from utilon.errors import UtilonError
 
-# Tables are wide: when output is not a terminal (CI logs, pipes) do not squeeze them to 80.
-out = Console(width=None if Console().is_terminal else 160)
-err = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    """A console that wraps only on a terminal.  Piped or redirected output (CI logs,
+    ``| grep``, a test runner) never wraps: rich would otherwise break lines at 80 columns,
+    and a long path in an ``ok:`` or ``error:`` line would split a one-line message."""
+    probe = Console(stderr=stderr)
+    if probe.is_terminal:
+        return probe
+    return Console(stderr=stderr, width=10_000, soft_wrap=True)
+
+
+out = _console()
+err = _console(stderr=True)
 state = {"debug": False}
 
 

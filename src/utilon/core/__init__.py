@@ -14,9 +14,11 @@ from utilon.core.messages import (
     Tick,
     Trigger,
 )
+from utilon.core.policy import EVENT_TRIGGERS, Policy
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
 
 __all__ = [
+    "EVENT_TRIGGERS",
     "CapacityChanged",
     "ClusterSnapshot",
     "Command",
@@ -27,6 +29,7 @@ __all__ = [
     "JobView",
     "Launch",
     "MachineView",
+    "Policy",
     "Preempt",
     "SlotLimit",
     "StageView",

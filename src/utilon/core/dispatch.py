@@ -2,8 +2,11 @@
 
 Shared by every policy and both worlds.  Grants are served in the order the policy listed them;
 each grant's next ready task goes first-fit to the lowest-numbered open machine where its
-*declared* demand fits, so declared resources are never over-committed (under a ``SlotLimit``
-the declared capacity is ``k`` slots per machine).  Gang stages launch whole or not at all.
+*declared* demand fits, so declared resources are never over-committed.  Under a ``SlotLimit``
+the declared capacity is ``k`` slots per machine, whatever the tasks declare (static slots
+over-commit on purpose), but a task still only goes where it would fit the machine alone: a
+task demanding a resource a machine does not have could never make progress there.  Gang
+stages launch whole or not at all, placed by ``feasibility.pack``.
 
 To keep a task event cheap the dispatcher keeps: an *open* list of up machines that could still
 fit the smallest demand seen; the grants whose job has a ready task (``_with_ready``) and those
@@ -18,10 +21,11 @@ its ``_launch``; it is split out so that the placement rules can be read on thei
 from __future__ import annotations
 
 import bisect
-from operator import le, sub
+from operator import le
 from typing import TYPE_CHECKING
 
 from utilon.core.decision import Decision, SlotLimit
+from utilon.core.feasibility import pack
 from utilon.core.messages import Command
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.model.lifecycle import MachineState
@@ -76,12 +80,18 @@ class Dispatcher:
     def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
         sl = self._slot_limit
         if sl is not None:
-            if sl.reduce_per_machine is None:
-                return m.ntasks < sl.per_machine
-            if st.is_reduce:
-                return m.nreduce < sl.reduce_per_machine
-            return m.ntasks - m.nreduce < sl.per_machine
+            return self._slot_room(m, st) > 0 and all(map(le, v, m.capx))
         return all(map(le, v, m.free))
+
+    def _slot_room(self, m: MachineRT, st: StageRT) -> int:
+        """Static slots left on ``m`` for a task of ``st`` (its pool, under ``reduce_k``)."""
+        sl = self._slot_limit
+        assert sl is not None
+        if sl.reduce_per_machine is None:
+            return sl.per_machine - m.ntasks
+        if st.is_reduce:
+            return sl.reduce_per_machine - m.nreduce
+        return sl.per_machine - (m.ntasks - m.nreduce)
 
     def _touch(self, job: JobRT) -> None:
         """Keep the two dispatch indexes in step with one job's grants.
@@ -179,32 +189,14 @@ class Dispatcher:
         """Launch the first ``n`` ready tasks of ``st`` together, or none of them."""
         if n < 1 or n > len(st.ready):
             return
-        free = {mi: self.machines[mi].free for mi in cands}  # trial copies, made on write
-        counts = {mi: [self.machines[mi].ntasks, self.machines[mi].nreduce] for mi in cands}
-        placement: list[int] = []
-        for k in range(n):
-            v = st.vectors[st.ready[k]]
-            for mi in cands:
-                if self._trial_fits(mi, st, v, free, counts):
-                    free[mi] = list(map(sub, free[mi], v))
-                    counts[mi][0] += 1
-                    counts[mi][1] += int(st.is_reduce)
-                    placement.append(mi)
-                    break
-            else:
-                return  # the gang does not fit now
-        for mi in placement:
-            self._launch(gs.job, st, self.machines[mi], gs, cmds)
-
-    def _trial_fits(self, mi: int, st: StageRT, v: tuple[float, ...],
-                    free: dict[int, list[float]], counts: dict[int, list[int]]) -> bool:
-        m = self.machines[mi]
-        if m.state is not _UP:
-            return False
-        sl = self._slot_limit
-        if sl is not None:
-            nt, nr = counts[mi]
-            if sl.reduce_per_machine is None:
-                return nt < sl.per_machine
-            return nr < sl.reduce_per_machine if st.is_reduce else nt - nr < sl.per_machine
-        return all(map(le, v, free[mi]))
+        ms = [self.machines[mi] for mi in cands if self.machines[mi].state is _UP]
+        vecs = [st.vectors[st.ready[k]] for k in range(n)]
+        if self._slot_limit is None:
+            found = pack(vecs, [m.free for m in ms])
+        else:  # slots are counted, and each task must fit the machine alone
+            found = pack([(1.0,)] * n, [(float(self._slot_room(m, st)),) for m in ms],
+                         eligible=lambda k, i: all(map(le, vecs[k], ms[i].capx)))
+        if found.placement is None:
+            return  # the gang does not fit now
+        for i in found.placement:  # launches pop the ready queue in the same order
+            self._launch(gs.job, st, ms[i], gs, cmds)

@@ -27,12 +27,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import add, sub
+from operator import add, le, sub
 
 import numpy as np
 
 from utilon.core.decision import Decision, SlotLimit
 from utilon.core.dispatch import Dispatcher
+from utilon.core.feasibility import check_workload, pack
 from utilon.core.invariants import check_invariants, check_machine
 from utilon.core.messages import (
     CapacityChanged,
@@ -48,6 +49,7 @@ from utilon.core.messages import (
     Tick,
     Trigger,
 )
+from utilon.core.policy import Policy
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.timeline import Timeline
@@ -56,7 +58,6 @@ from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster, Machine
 from utilon.model.job import Job
 from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
-from utilon.policies.base import Policy
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,9 @@ _UP = MachineState.UP
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 ESTIMATE_MODES = ("declared", "online")
+# A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
+# with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
+MAX_IDLE_TICKS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,50 @@ class SchedulerCore(Dispatcher):
         self.warnings: list[str] = []
         for m in self.machines:
             self._refresh_open(m)
+
+    def check_workload(self, jobs: Sequence[Job]) -> None:
+        """Refuse, before a run, a workload with a job that can never run on this cluster
+        under this policy (``feasibility.Unrunnable``, naming the job, stage and why)."""
+        check_workload(self.cluster, jobs, self.policy)
+
+    def stuck(self) -> bool:
+        """Nothing makes progress (no task runs, or only on machines scaled or slowed to
+        zero) and no ready task fits any up machine, even empty (a gang: all its ready tasks
+        at once): without a capacity change or an arrival nothing can start or finish."""
+        machines = self.machines
+        for job in self.active.values():
+            for ref, (mi, _) in job.running.items():
+                m = machines[mi]
+                # a task on a machine scaled or slowed to zero makes no progress
+                if m.speed > 0 and (m.scale > 0 or not any(job.stages[ref[1]].vectors[ref[2]])):
+                    return False
+        caps = [m.capx for m in self.machines if m.state is _UP]
+        for job in self.active.values():
+            for st in job.stages:
+                if not st.ready:
+                    continue
+                if st.gang:
+                    if pack([st.vectors[i] for i in st.ready], caps).placement is not None:
+                        return False
+                elif any(all(map(le, st.vectors[i], c)) for i in set(st.ready) for c in caps):
+                    return False
+        return True
+
+    def after_tick(self, busy: bool, more: bool, idle_ticks: int) -> tuple[int, bool, str]:
+        """After a control tick, for the backend's loop: the count of ticks in a row with
+        nothing running or launched, whether to keep ticking, and why the run stops when
+        active jobs are left.  A tick-driven policy may hold work back, but not forever."""
+        idle_ticks = 0 if busy else idle_ticks + 1
+        if more:
+            return idle_ticks, True, ""
+        if not self.active:
+            return idle_ticks, False, ""
+        if self.stuck():
+            return idle_ticks, False, "no task can run and nothing will change"
+        if idle_ticks < MAX_IDLE_TICKS:
+            return idle_ticks, True, ""
+        return idle_ticks, False, (f"nothing ran for {MAX_IDLE_TICKS} control ticks and "
+                                   "nothing will change")
 
     # ------------------------------------------------------------------ public entry point
     def handle(self, now: float, stimuli: Sequence[Stimulus]) -> list[Command]:
@@ -329,6 +377,7 @@ class SchedulerCore(Dispatcher):
             used = m.used
             m.scale = factor
             m.cap = tuple(b * factor for b in m.base)
+            m.capx = [c + EPS for c in m.cap]
             m.free = [c + EPS - u for c, u in zip(m.cap, used)]
         else:
             m.speed = factor

@@ -66,8 +66,8 @@ class JobRT:
 
 
 class MachineRT:
-    __slots__ = ("base", "cap", "free", "id", "index", "machine", "nreduce", "ntasks", "price",
-                 "scale", "speed", "state", "tasks", "view")
+    __slots__ = ("base", "cap", "capx", "free", "id", "index", "machine", "nreduce", "ntasks",
+                 "price", "scale", "speed", "state", "tasks", "view")
 
     def __init__(self, index: int, machine: Machine, names: tuple[str, ...], up: bool) -> None:
         self.index = index
@@ -77,6 +77,7 @@ class MachineRT:
         self.scale = 1.0
         self.speed = 1.0
         self.cap = self.base
+        self.capx = [c + FIT_EPS for c in self.cap]  # what one task alone may demand here
         # cap - used + a float tolerance: the only usage record, so that a fit test is one
         # C-level ``all(map(le, demand, free))`` and a launch updates one list
         self.free = [c + FIT_EPS for c in self.cap]

@@ -26,6 +26,7 @@ from utilon.core.messages import (
     TaskFinished,
     Tick,
 )
+from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
 from utilon.errors import UtilonError
 from utilon.jobs.plan import Verification
@@ -33,8 +34,6 @@ from utilon.live.backend import Backend
 from utilon.live.catalog import TaskCatalog
 from utilon.model.cluster import Cluster
 from utilon.model.job import Job
-from utilon.policies.base import Policy
-from utilon.sim.engine import MAX_IDLE_TICKS
 
 log = logging.getLogger(__name__)
 INF = math.inf
@@ -104,6 +103,7 @@ class LiveRun:
             check_resources(cluster, self.jobs, backend.name)
             self.core = SchedulerCore(cluster, self.policy, validate=self.validate,
                                       estimates=self.estimates)
+            self.core.check_workload(self.jobs)
             result = self._loop(cluster)
         finally:
             backend.close()
@@ -167,15 +167,11 @@ class LiveRun:
                 self._on_batch(now, stimuli, list(cmds))
             if ticked:
                 running = any(j.running for j in core.active.values())
-                idle_ticks = 0 if (cmds or running) else idle_ticks + 1
                 more = nj < len(jobs) or nc < len(timeline)
-                if more or (core.active and idle_ticks < MAX_IDLE_TICKS):
-                    next_tick = now + tick  # type: ignore[operator]
-                else:
-                    next_tick = INF
-                    if core.active:
-                        stopped = (f"nothing ran for {MAX_IDLE_TICKS} control ticks and "
-                                   "nothing will change")
+                idle_ticks, keep, why = core.after_tick(bool(cmds or running), more,
+                                                        idle_ticks)
+                next_tick = now + tick if keep else INF  # type: ignore[operator]
+                stopped = stopped or why
             if self._progress is not None:
                 done = len(core.jobs) - len(core.active)
                 if done != done_reported or task_events:

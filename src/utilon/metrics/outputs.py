@@ -6,11 +6,15 @@ Definitions (also in docs/outputs.md):
   midpoint, ...), empty when it has none; ``delta = finish - goal``; ``missed`` when the job
   finished after its goal or did not finish.
 * ``penalty``: RDS eq. (1), ``weight * max(0, (finish - goal) / (goal - submit))``: lateness
-  relative to the time the owner allowed (the denominator is at least 1 s).  Unfinished jobs
-  are charged as if they finished
-  when the run stopped (a lower bound) and get their utility's lowest value; jobs whose
-  submission lies beyond a run's horizon are listed too, unfinished, and counted as
-  ``unsubmitted``.
+  relative to the time the owner allowed (the denominator is at least 1 s).
+* **Unfinished jobs** (the run stopped early, hit ``--timeout`` or its horizon) are never
+  free: each is missed, and is charged as if it finished at ``max(end of run, goal + allowed
+  time)`` -- its lateness counts up to the end of the run, and is at least one whole allowed
+  time (a penalty of at least ``weight``), so a job that never ran cannot look on time.  Its
+  utility is its utility at that instant (a deadline's late value, a sigmoid's tail); a job
+  without a goal (constant utility) keeps its value and has no penalty, but is counted.  Jobs
+  whose submission lies beyond a run's horizon are listed too, unfinished, and counted as
+  ``unsubmitted``; ``unfinished`` counts every job that did not finish.
 * ``cost``: machine price per hour x attempt time x the task's dominant share of the machine,
   summed over every attempt (killed and lost work is paid for too).
 * ``utilisation``: declared busy resource-seconds of the slot resource over the up capacity
@@ -31,12 +35,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
 from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
 from utilon.model.utility import SoftHard
-from utilon.policies.base import Policy
 from utilon.scenario.build import Workload
 
 
@@ -75,8 +79,8 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
         u = job.utility
         goal = u.goal
         finished = finish is not None
-        t = finish if finish is not None else end
-        utility = u.value(t) if finished else u.bounds[0]
+        t = finish if finish is not None else charged_time(job, end)
+        utility = u.value(t)
         late = (t - goal) if goal is not None else None
         penalty = 0.0
         if goal is not None and late is not None and late > 0:
@@ -97,6 +101,16 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
             "cost": _r(cost),
         })
     return rows
+
+
+def charged_time(job: Job, end: float) -> float:
+    """When an unfinished job is charged as finishing: the end of the run, but at least one
+    whole allowed time (goal - submit, at least 1 s) after its goal (see the module
+    docstring)."""
+    goal = job.utility.goal
+    if goal is None:
+        return end
+    return max(end, goal + max(goal - job.submit, 1.0))
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -141,6 +155,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
         "seed": workload.seed,
         "jobs": len(rows),
         "finished": len(finished),
+        "unfinished": len(rows) - len(finished),
         "unsubmitted": len(rows) - len(core.jobs),
         "utility_min": _r(min(utilities)) if utilities else 0.0,
         "utility_sum": _r(sum(utilities)),

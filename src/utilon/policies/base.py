@@ -1,77 +1,27 @@
-"""The policy interface and the policy registry.
+"""The policy registry.
 
-A policy is an object configured in its constructor with one method,
-``decide(snapshot) -> Decision``: no clock reads, no I/O, no randomness it was not handed.
-It declares which events it wants to be called on (``triggers``) and, if it runs a periodic
-control loop, its ``tick`` in seconds.  Policies are registered by name with ``@register``;
-``make_policy`` builds one from a name and a parameter mapping, validating the parameters
-against the constructor's signature so that a typo gives a one-line error that lists what is
-accepted.
+The interface itself (``Policy``, ``EVENT_TRIGGERS``) belongs to the scheduler core
+(``utilon.core.policy``) and is re-exported here for policy authors.  Policies are registered
+by name with ``@register``; ``make_policy`` builds one from a name and a parameter mapping,
+validating the parameters against the constructor's signature so that a typo gives a one-line
+error that lists what is accepted.
 """
 
 from __future__ import annotations
 
 import inspect
 import typing
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
-from utilon.core.decision import Decision
-from utilon.core.messages import Trigger
-from utilon.core.snapshot import ClusterSnapshot
+from utilon.core.policy import EVENT_TRIGGERS, Policy
 from utilon.errors import ParameterError, UnknownNameError
-from utilon.model.cluster import Cluster
 
-EVENT_TRIGGERS: frozenset[Trigger] = frozenset({
-    Trigger.ARRIVAL, Trigger.STAGE_FINISHED, Trigger.JOB_FINISHED, Trigger.TASK_FAILED,
-    Trigger.CAPACITY,
-})
-
-
-class Policy(ABC):
-    name: ClassVar[str]
-    summary: ClassVar[str]
-    paper: ClassVar[str] = ""
-    triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
-    uses_free_capacity: ClassVar[bool] = False
-    uses_placement: ClassVar[bool] = False
-    """True for policies that need to know which machine each running task is on
-    (``ClusterSnapshot.placement``): RAS's per-TaskTracker job slots."""
-    overcommits: ClassVar[bool] = False
-    """True for policies that over-commit declared resources on purpose (static slots): live
-    backends then record over-commitment instead of refusing it."""
-    tick: float | None = None
-
-    @abstractmethod
-    def decide(self, snapshot: ClusterSnapshot) -> Decision:
-        """Return the decision for this snapshot."""
-
-    def bind(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook, no-op by default
-        """Called once by the scheduler core before the first decision, with the cluster
-        (machines and capacity timeline) the run starts from.  Policies that must know the
-        future capacity (RDS's oracle predictor) keep what they need; others ignore it."""
-
-    def report(self) -> dict[str, Any]:
-        """Policy-specific measurements for ``summary.json`` (``policy_report``); none by
-        default.  Must be deterministic: wall-clock timings belong in ``timing``."""
-        return {}
-
-    def params(self) -> dict[str, Any]:
-        """Constructor parameters, for outputs (``summary.json``)."""
-        out: dict[str, Any] = {}
-        for name in inspect.signature(type(self).__init__).parameters:
-            if name != "self" and hasattr(self, name):
-                out[name] = getattr(self, name)
-        return out
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
-        return f"{type(self).__name__}({args})"
-
+__all__ = ["EVENT_TRIGGERS", "P", "Policy", "make_policy", "policy_class", "policy_names",
+           "policy_parameters", "register"]
 
 _REGISTRY: dict[str, type[Policy]] = {}
 P = TypeVar("P", bound=type[Policy])

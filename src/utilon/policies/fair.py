@@ -22,9 +22,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import le
 
 from utilon.core.decision import Decision, Grant, SlotLimit
+from utilon.core.feasibility import pack, reach
 from utilon.core.snapshot import ClusterSnapshot, JobView
+from utilon.model.cluster import Cluster
+from utilon.model.job import Job
 from utilon.policies.base import Policy, register
 
 
@@ -110,6 +114,31 @@ class FairSlots(Policy):
             raise ValueError("reduce_k must be >= 1")
         self.k = k
         self.reduce_k = reduce_k
+
+    def unrunnable(self, job: Job, cluster: Cluster) -> str | None:
+        """A gang stage needs as many static slots at once as it has tasks (each on a machine
+        it fits): more than ``k`` (``reduce_k``) per machine allow, and it never starts."""
+        names = cluster.resource_names
+        caps = reach(cluster, names, job.submit)
+        for st in job.stages:
+            if not st.gang:
+                continue
+            reduce_pool = self.reduce_k is not None and st.kind == "reduce"
+            per = self.reduce_k if reduce_pool else self.k
+            assert per is not None
+            vecs = [t.demand.vector(names) for t in st.tasks]
+
+            def fits_alone(k: int, i: int, v: list[tuple[float, ...]] = vecs) -> bool:
+                return all(map(le, v[k], caps[i]))
+
+            found = pack([(1.0,)] * len(vecs), [(float(per),)] * len(caps),
+                         eligible=fits_alone)
+            if found.placement is None and found.complete:
+                param = "reduce_k" if reduce_pool else "k"
+                return (f"gang stage {st.name!r} needs {len(vecs)} tasks at once, more than "
+                        f"{len(caps)} machine(s) x {param}={per} static slots hold (raise "
+                        f"{param})")
+        return None
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         up = sum(1 for m in snapshot.machines if m.up)

@@ -29,19 +29,16 @@ from utilon.core.messages import (
     TaskRef,
     Tick,
 )
+from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster
 from utilon.model.job import Job
-from utilon.policies.base import Policy
 from utilon.sim.fluid import Exec, FluidModel
 from utilon.sim.usage import UsageTrace
 
 log = logging.getLogger(__name__)
 
-# A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
-# with nothing running, nothing launched and no arrival or capacity change ahead, stop.
-MAX_IDLE_TICKS = 1000
 
 
 class Phase(IntEnum):
@@ -89,6 +86,7 @@ class Simulation:
         self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
                                   validate=validate, timer=timer, on_decision=on_decision,
                                   estimates=estimates)
+        self.core.check_workload(self.jobs)  # a job that can never run is refused up front
         self._heap: list[tuple[float, int, int, int, object]] = []
         self._seq = 0
         self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec,
@@ -195,13 +193,12 @@ class Simulation:
                     else:
                         fluid.kill(c.task, now)
                 if ticked:
-                    idle_ticks = 0 if (cmds or fluid.execs) else idle_ticks + 1
                     more = next_job < total_jobs or next_change < len(timeline)
-                    if more or (core.active and idle_ticks < MAX_IDLE_TICKS):
+                    idle_ticks, keep, why = core.after_tick(bool(cmds or fluid.execs), more,
+                                                            idle_ticks)
+                    if keep:
                         self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]
-                    elif core.active:
-                        stopped = (f"nothing ran for {MAX_IDLE_TICKS} control ticks and nothing "
-                                   "will change")
+                    stopped = stopped or why
                 if self._progress is not None:
                     done = total_jobs - len(core.active) - (total_jobs - next_job)
                     if done != finished_reported:

@@ -12,9 +12,10 @@ is pending and some unit is free.
 A solve maximises the total (priority-weighted) utility of the pending requests over the
 *free* units of every machine (``solvers``: greedy -- the paper's simulation choice --,
 branch-and-bound or MILP).  A request whose allocation evaluates to zero gets nothing and
-stays pending (§4).  The allocation becomes one gang grant per (stage, machine): the stage's
-tasks on that machine start together, and since the solver only hands out free units, all of a
-stage's grants start in the same dispatch pass.
+stays pending (§4).  The allocation becomes one grant per (stage, machine); since the solver
+only hands out free units, a stage's grants start in the same dispatch pass, together (an
+``nck``'s k units at once).  They are not gang grants: when a stage's tasks differ in what
+they declare, the ones that fit start rather than none.
 
 Constraint handling (§5.2): ``soft`` uses the full utility function; ``hard`` keeps, at every
 ``max``, only the branches of highest bound (the preferred placement becomes a requirement:
@@ -22,26 +23,44 @@ the job waits for it); ``none`` keeps only the branches of lowest bound (the fal
 resources).  Branches of equal bound are all kept, so a ``max`` over equally good machines
 (LOCAL's "one machine, any") stays a hard constraint under every policy.
 
-The model's unit is one task = ``unit`` of the cluster's slot resource (a core, in the paper).
-Each request only sees the machines where its task's declared demand fits at all; tasks that
-declare more than one unit start only where they actually fit (the dispatcher checks), so on
-such workloads a grant may wait for the next decision.
+Units and tasks.  The solvers count *tasks* of a stage: the paper's task is one schedulable
+unit (a core), and a request's expression, ``tasks`` and ``cap(x)`` (how many of the stage's
+tasks machine ``x`` holds) all count tasks.  A machine's free capacity is counted in units of
+the cluster's slot resource (``unit`` of it, or the smallest pending task's slot demand if that
+is less, so 0.5-cpu machines still have units), and a task of a stage takes ``size`` =
+ceil(slot demand / unit) of them: a two-core task is never split across machines.  (The unit
+shrinks to a common divisor of the pending demands when they are not whole multiples of it:
+tasks of 1.5 cores count in half cores, three each.)  Resources
+other than the slot resource are respected per stage: a request only sees the machines where
+one of its tasks fits the free resources right now, and never gets more tasks on a machine
+than fit there.  A gang stage (``gang: true``) must start whole: its expression is wrapped in
+``min(expr, nck(all, tasks, upper))`` (worth nothing short of every task) and its allocation
+becomes one gang grant over the machines the solver chose -- or over every machine that fits,
+if the stage's tasks do not pack onto those (the dispatcher does the packing).
+
+A job that can never run under this policy -- a request no allocation on the whole, empty
+cluster can satisfy (a Hard preference for machines the cluster lacks, an ``nck`` wider than
+the cluster) -- is refused before the run (``unrunnable``).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
 
 from utilon.core.decision import Decision, Grant, Infeasible
+from utilon.core.feasibility import pack, reach_by_machine
 from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot, JobView, StageView
 from utilon.model.cluster import Cluster, Machine
+from utilon.model.job import Job
 from utilon.policies.alsched.lang import Request, fallback, preferred
-from utilon.policies.alsched.lang.ast import LnCk, Node, Tasks
+from utilon.policies.alsched.lang.ast import Lit, LnCk, Min, NCk, Node, Tasks
 from utilon.policies.alsched.solvers import SOLVERS, Problem, solve
 from utilon.policies.alsched.solvers import Request as Ask
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
@@ -52,6 +71,8 @@ DEFAULT_REQUEST = Request(LnCk("all", Tasks(), Tasks()), (), ())
 CONSTRAINTS = ("soft", "hard", "none")
 _Bound = tuple[Node, dict[str, tuple[int, ...]]]  # a concrete expression and its classes
 _EPS = 1e-9
+_MANY = 1 << 30  # "no limit" for a task that demands nothing of a resource
+_DENOMINATOR = 64  # slot demands are read as fractions with denominators up to this
 
 
 @register
@@ -88,8 +109,6 @@ class Alsched(Policy):
             self.tick = float(interval)
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
         self._machines: tuple[Machine, ...] = ()
-        self._cap_key: tuple[float, ...] = ()
-        self._fits_cache: dict[Any, tuple[int, ...]] = {}  # demand -> machines it fits, now
         self._bound: dict[tuple[Any, ...], _Bound | None] = {}
         self._seen: dict[tuple[str, int], int] = {}  # (job, stage) -> ready tasks last asked for
         self.solves = 0
@@ -106,58 +125,100 @@ class Alsched(Policy):
                 "submissions": self.submissions, "resubmissions": self.resubmissions,
                 "granted_utility": round(self.granted_utility, 6)}
 
+    def unrunnable(self, job: Job, cluster: Cluster) -> str | None:
+        """A stage whose request is worth nothing even with the whole cluster empty (every
+        machine at its largest capacity after the job's submission) never gets anything."""
+        names = cluster.resource_names
+        caps = np.asarray(reach_by_machine(cluster, names, job.submit), dtype=float)
+        slot = names.index(cluster.slot_resource)
+        for st in job.stages:
+            demand = np.asarray(st.tasks[0].demand.vector(names), dtype=float)
+            q = self._unit_now((demand[slot],))
+            units = np.floor(caps[:, slot] / q + _EPS)
+            held = np.minimum(units // _size(demand[slot], q), _tasks_fitting(caps, demand))
+            request = st.request if isinstance(st.request, Request) else DEFAULT_REQUEST
+            bound = self._bind(request, len(st.tasks), st.gang, held, st.name, job.id,
+                               cluster.machines)
+            if bound is None:
+                why = "its placement request" if st.request is not None else "it"
+                return (f"stage {st.name!r}: {why} can never be met on this cluster "
+                        f"(constraints={self.constraints})")
+        return None
+
     # -- one decision ------------------------------------------------------------------------
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         assert snapshot.free is not None and snapshot.placement is not None
-        slot = snapshot.resource_names.index(snapshot.slot_resource)
-        up = tuple(m.index for m in snapshot.machines if m.up)
-        free = np.zeros(len(snapshot.machines), dtype=np.int64)
-        cap = np.zeros(len(snapshot.machines), dtype=float)
+        names = snapshot.resource_names
+        slot = names.index(snapshot.slot_resource)
+        up = np.array([m.up for m in snapshot.machines], dtype=bool)
+        free = np.where(up[:, None], np.maximum(snapshot.free, 0.0), 0.0)
+        caps = np.zeros_like(free)
         for m in snapshot.machines:
             if m.up:
-                free[m.index] = math.floor(max(snapshot.free[m.index, slot], 0.0) / self.unit
-                                           + _EPS)
-                cap[m.index] = math.floor(m.capacity[snapshot.slot_resource] / self.unit + _EPS)
-        self._cap_key = tuple(cap.tolist())
-        self._fits_cache.clear()
+                caps[m.index] = m.capacity.vector(names)
+        pending = [(job, st) for job in snapshot.jobs for st in job.stages if st.ready > 0]
+        q = self._unit_now(st.demand[snapshot.slot_resource] for _, st in pending)
+        free_units = np.floor(free[:, slot] / q + _EPS).astype(np.int64)
+        cap_units = np.floor(caps[:, slot] / q + _EPS)
         asks: list[Ask] = []
-        owners: list[tuple[JobView, StageView]] = []
+        owners: list[tuple[JobView, StageView, np.ndarray]] = []
         infeasible: list[Infeasible] = []
-        for job in snapshot.jobs:
-            for st in job.stages:
-                if st.ready <= 0:
-                    continue
-                self._count_submission(job.id, st)
-                ask = self._ask(job, st, snapshot, up, cap)
-                if ask is None:
-                    infeasible.append(Infeasible(job.id, f"stage {st.name!r}: its request can "
-                                                 "never be met on this cluster"))
-                    continue
-                asks.append(ask)
-                owners.append((job, st))
-        if not asks or int(free.sum()) == 0:
+        for job, st in pending:
+            self._count_submission(job.id, st)
+            demand = np.asarray(st.demand.vector(names), dtype=float)
+            size = _size(demand[slot], q)
+            held = np.minimum(cap_units // size, _tasks_fitting(caps, demand))
+            now = np.minimum(free_units // size, _tasks_fitting(free, demand))
+            ask = self._ask(job, st, size, held, now)
+            if ask is None:
+                infeasible.append(Infeasible(job.id, f"stage {st.name!r}: its request can "
+                                             "never be met on this cluster"))
+                continue
+            asks.append(ask)
+            owners.append((job, st, now))
+        if not asks or int(free_units.sum()) == 0:
             return Decision(infeasible=tuple(infeasible))
         t0 = time.perf_counter()
-        sol = solve(Problem(tuple(int(x) for x in free), tuple(asks)), self.solver,
+        sol = solve(Problem(tuple(int(x) for x in free_units), tuple(asks)), self.solver,
                     time_limit=self.time_limit)
         seconds = time.perf_counter() - t0
         self.solves += 1
         self.optimal_solves += sol.status == "optimal"
         grants: list[Grant] = []
-        placed = snapshot.placement
-        for ask, (job, st) in zip(asks, owners, strict=True):
+        for ask, (job, st, now) in zip(asks, owners, strict=True):
             alloc = sol.alloc.get(ask.job)
             if not alloc:
                 continue  # zero utility: the request stays pending (§4)
             self.granted_utility += sol.utility[ask.job] * ask.weight
-            running = placed.get(job.id, {})
+            running = snapshot.placement.get(job.id, {})
+            if st.gang:
+                grant = _gang_grant(job, st, alloc, ask, free, snapshot)
+                if grant is not None:
+                    grants.append(grant)
+                continue
             for mi in sorted(alloc):
-                n = alloc[mi]
+                n = min(alloc[mi], int(now[mi]))  # what fits there in every resource
                 if n > 0:
                     mid = snapshot.machines[mi].id
                     grants.append(Grant(job.id, running.get((st.index, mi), 0) + n,
-                                        stage=st.name, machines=frozenset((mid,)), gang=True))
+                                        stage=st.name, machines=frozenset((mid,))))
         return Decision(tuple(grants), tuple(infeasible), solver_seconds=seconds)
+
+    def _unit_now(self, slot_demands: Iterable[float]) -> float:
+        """This decision's machine unit: the largest amount of the slot resource that
+        ``unit`` and every pending task's slot demand are whole multiples of (1 when tasks
+        take whole cores; 0.5 for tasks of 1.5), so that sizes are exact; the smallest
+        demand if that common divisor would be absurdly small."""
+        values = {d for d in slot_demands if d > 0} | {self.unit}
+        smallest = min(values)
+        g = Fraction(0)
+        for v in values:
+            f = Fraction(v).limit_denominator(_DENOMINATOR)
+            if f == 0 or abs(float(f) - v) > v * 1e-4:
+                return smallest  # not a simple fraction: count in the smallest demand
+            g = Fraction(math.gcd(g.numerator * f.denominator, f.numerator * g.denominator),
+                         g.denominator * f.denominator)
+        return float(g) if float(g) >= smallest / _DENOMINATOR else smallest
 
     def _count_submission(self, job: str, st: StageView) -> None:
         key = (job, st.index)
@@ -169,50 +230,82 @@ class Alsched(Policy):
                 self.resubmissions += 1
             self._seen[key] = st.ready
 
-    def _ask(self, job: JobView, st: StageView, snapshot: ClusterSnapshot,
-             up: tuple[int, ...], cap: np.ndarray) -> Ask | None:
-        """The stage's request bound to the machines that are up and fit its tasks, under the
-        constraint handling; ``None`` if no allocation can ever give it utility."""
+    def _ask(self, job: JobView, st: StageView, size: int, held: np.ndarray,
+             now: np.ndarray) -> Ask | None:
+        """The stage's request bound to the machines that can hold its tasks, restricted to
+        those where one fits right now; ``None`` if no allocation can ever give it utility."""
         request = st.request if isinstance(st.request, Request) else DEFAULT_REQUEST
-        fits = self._fits_cache.get(st.demand)
-        if fits is None:
-            fits = self._fits_cache[st.demand] = tuple(
-                mi for mi in up if _fits(st, snapshot.machines[mi].capacity))
-        key = (request, st.ready, fits, self._cap_key)
-        if key not in self._bound:
-            self._bound[key] = self._bind(request, st, fits, cap, job.id)
-        bound = self._bound[key]
+        bound = self._bind(request, st.ready, st.gang, held, st.name, job.id)
         if bound is None:
             return None
         expr, classes = bound
+        fits_now = set(np.flatnonzero(now > 0).tolist())
+        classes = {name: tuple(i for i in idx if i in fits_now)
+                   for name, idx in classes.items()}
         weight = job.weight if self.weighted else 1.0
-        return Ask(f"{job.id}#{st.index}", expr, classes, weight, st.ready)
+        return Ask(f"{job.id}#{st.index}", expr, classes, weight, st.ready, size)
 
-    def _bind(self, request: Request, st: StageView, fits: tuple[int, ...], cap: np.ndarray,
-              job: str) -> _Bound | None:
+    def _bind(self, request: Request, tasks: int, gang: bool, held: np.ndarray, stage: str,
+              job: str, machines: tuple[Machine, ...] | None = None) -> _Bound | None:
+        """``request`` bound with ``tasks`` and ``cap(x)`` = the tasks each machine holds,
+        under the constraint handling (cached); None if it can never give utility."""
+        machines = self._machines if machines is None else machines
+        key = (request, tasks, gang, held.tobytes(), len(machines))
+        if key in self._bound:
+            return self._bound[key]
         # Bind against every machine (an explicit machine id stays valid while that machine
-        # is down), then keep in each class only the machines that are up and fit the task.
-        b = request.bind(self._machines, [float(x) for x in cap], st.ready,
-                         where=f"job {job}, stage {st.name}: request")
-        if b is None:
-            return None
-        expr = b.expr
-        if self.constraints == "hard":
-            expr = preferred(expr)
-        elif self.constraints == "none":
-            expr = fallback(expr)
-        ok = set(fits)
-        classes = {name: tuple(i for i in idx if i in ok) for name, idx in b.classes.items()}
-        if _best_case(expr, classes, cap) <= 0:
-            return None
-        return expr, classes
+        # is down), then keep in each class only the machines that can hold a task.
+        b = request.bind(machines, [float(x) for x in held], tasks,
+                         where=f"job {job}, stage {stage}: request")
+        out: _Bound | None = None
+        if b is not None:
+            expr = b.expr
+            if self.constraints == "hard":
+                expr = preferred(expr)
+            elif self.constraints == "none":
+                expr = fallback(expr)
+            ok = set(np.flatnonzero(held > 0).tolist())
+            classes = {name: tuple(i for i in idx if i in ok) for name, idx in b.classes.items()}
+            if gang:  # all the stage's tasks or nothing
+                expr = Min((expr, NCk("all", Lit(float(tasks)), Lit(expr.upper()))))
+                classes["all"] = tuple(sorted(ok))
+            if _best_case(expr, classes, held) > 0:
+                out = (expr, classes)
+        self._bound[key] = out
+        return out
 
 
-def _fits(st: StageView, capacity: Any) -> bool:
-    return all(capacity.get(r) + _EPS >= amount for r, amount in st.demand.as_dict().items())
+def _size(slot_demand: float, unit: float) -> int:
+    """Machine units one task takes (at least one)."""
+    return max(1, math.ceil(slot_demand / unit - _EPS))
 
 
-def _best_case(expr: Node, classes: dict[str, tuple[int, ...]], cap: np.ndarray) -> float:
+def _tasks_fitting(room: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Per machine (row of ``room``), how many tasks of ``demand`` fit in every resource."""
+    used = demand > 0
+    if not used.any():
+        return np.full(len(room), _MANY, dtype=np.int64)
+    return np.floor(np.min(room[:, used] / demand[used], axis=1) + _EPS).astype(np.int64)
+
+
+def _gang_grant(job: JobView, st: StageView, alloc: dict[int, int], ask: Ask,
+                free: np.ndarray, snapshot: ClusterSnapshot) -> Grant | None:
+    """One gang grant for the whole stage: on the machines the solver chose if the tasks
+    pack there (the stage's head demand stands for every task), else on every machine of
+    the request that could hold one now -- the dispatcher packs the gang."""
+    n = sum(alloc.values())
+    vec = tuple(st.demand.vector(snapshot.resource_names))
+    chosen = sorted(alloc)
+    if pack([vec] * n, [tuple(free[mi] + _EPS) for mi in chosen]).placement is None:
+        chosen = sorted({i for idx in ask.classes.values() for i in idx})
+        if pack([vec] * n, [tuple(free[mi] + _EPS) for mi in chosen]).placement is None:
+            return None  # it waits: the solver's units are there, other resources are not
+    mids = frozenset(snapshot.machines[mi].id for mi in chosen)
+    return Grant(job.id, st.running + n, stage=st.name, machines=mids, gang=True)
+
+
+def _best_case(expr: Node, classes: dict[str, tuple[int, ...]], held: np.ndarray) -> float:
     """The request's utility if it had every machine to itself: an upper bound (utility is
     monotone), so zero means it can never be met here."""
-    return expr.evaluate({name: sum(cap[i] for i in idx) for name, idx in classes.items()})
+    return expr.evaluate({name: float(sum(held[i] for i in idx))
+                          for name, idx in classes.items()})

@@ -10,6 +10,8 @@ a slotted instance (``slotted_instance``) and the first slot of its solution bec
   is "one task wave", the paper's unit (its example: 160 tasks on 40 containers → |T| = 4).
 * **Capacity** C: the up machines' capacity in the cluster's slot resource (containers), an
   integer; one resource bundles CPU, memory and I/O as in the paper's Hadoop implementation.
+  A container is one unit of the slot resource, or the smallest pending task's slot demand
+  when that is less (a cluster of 0.5-cpu machines running 0.5-cpu tasks has containers).
 * **Remaining work** R_i: what the paper's technical report calls scaling the task count by
   task durations: Σ over the job's unfinished tasks of slot size × expected duration / L,
   rounded up (running tasks counted whole — the snapshot's pessimistic bound).
@@ -59,6 +61,7 @@ class Slotted:
     slot: float  # L, seconds
     now: float
     earliest: np.ndarray  # E_i: no job finishes before its stages have run in sequence
+    unit: float = 1.0  # one container in the slot resource (``container_size``)
 
     def value(self, i: int, slot: int) -> float:
         """Job i's utility when it finishes in ``slot`` (which may lie beyond |T|)."""
@@ -79,15 +82,18 @@ def slotted_instance(snapshot: ClusterSnapshot, *, slot: float = 0.0, spare: flo
                      max_slots: int = 120) -> Slotted | None:
     """The active jobs with work left as a slotted instance (None when there is none)."""
     jobs = [j for j in snapshot.jobs if j.remaining > 0]
-    capacity = math.floor(snapshot.total_slots + 1e-9)
-    if not jobs or capacity <= 0:
+    if not jobs:
+        return None
+    q = container_size(jobs)
+    capacity = math.floor(snapshot.total_slots / q + 1e-9)
+    if capacity <= 0:
         return None
     L = _slot_length(jobs, slot)
     work = np.array([sum(s.remaining * s.expected_duration * s.slot_size for s in j.stages)
-                     for j in jobs])
+                     for j in jobs]) / q
     demand = np.maximum(1, np.ceil(work / L - 1e-9)).astype(np.int64)
-    cap = np.array([max(1, math.ceil(sum(s.remaining * s.slot_size for s in j.stages) - 1e-9))
-                    for j in jobs], dtype=np.int64)
+    cap = np.array([max(1, math.ceil(sum(s.remaining * s.slot_size for s in j.stages) / q
+                                     - 1e-9)) for j in jobs], dtype=np.int64)
     cap = np.minimum(cap, capacity)
     need = slots_needed(np.array([capacity]), demand[:, None], cap[:, None])
     T = max(need, min(max_slots, math.ceil(need * (1.0 + spare))))
@@ -102,7 +108,15 @@ def slotted_instance(snapshot: ClusterSnapshot, *, slot: float = 0.0, spare: flo
     utility = np.minimum.accumulate(utility, axis=1)
     inst = CoraInstance(capacity=np.full((1, T), capacity, dtype=np.int64),
                         demand=demand[:, None], utility=utility, cap=cap[:, None])
-    return Slotted(inst, tuple(jobs), L, snapshot.now, np.asarray(earliest, dtype=float))
+    return Slotted(inst, tuple(jobs), L, snapshot.now, np.asarray(earliest, dtype=float), q)
+
+
+def container_size(jobs: list[JobView]) -> float:
+    """One container in the slot resource: 1 (a slot, a core), or the smallest task's slot
+    demand when tasks ask for less, so that a cluster of fractional capacity (0.5 cpu) still
+    counts whole containers."""
+    sizes = [s.slot_size for j in jobs for s in j.stages if s.remaining]
+    return min(1.0, min(sizes, default=1.0))
 
 
 def _utility_table(jobs: list[JobView], times: np.ndarray) -> np.ndarray:
@@ -130,7 +144,7 @@ def grants_from(slotted: Slotted, sol: CoraSolution) -> tuple[Grant, ...]:
     grants = []
     for i in order:
         j = slotted.jobs[i]
-        tasks = math.ceil(first[i] / max(j.slot_size, 1e-9) - 1e-9)
+        tasks = math.ceil(first[i] * slotted.unit / max(j.slot_size, 1e-9) - 1e-9)
         grants.append(Grant(j.id, slots=int(tasks)))
     return tuple(grants)
 

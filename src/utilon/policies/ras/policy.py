@@ -30,8 +30,9 @@ Readings of what the paper leaves open (also in docs/policies.md#ras):
 * **"Map phase about to complete"** (lines 26–27): no map task is waiting for a slot; the
   job's reducers are then sized with the reduce profile.
 * A job with several non-reduce stages (a DAG) is placed one stage at a time: its current
-  stage is the first non-reduce stage with tasks ready or running.  Gang stages get one
-  whole-stage grant (all or nothing), since a per-TaskTracker slot cannot hold a gang.
+  stage is the first non-reduce stage with tasks ready or running.  Gang stages (map-like or
+  reduce) get one whole-stage grant (all or nothing), since a per-TaskTracker slot cannot
+  hold a gang.
 """
 
 from __future__ import annotations
@@ -148,9 +149,13 @@ class Ras(Policy):
         gangs: list[Grant] = []
         for job in snapshot.jobs:
             ph = job_phases(job)
+            # a per-TaskTracker job slot cannot hold a gang: it gets one whole-stage grant
             if ph.map is not None and ph.map.gang:
                 gangs.append(Grant(job.id, stage=ph.map.name))
                 ph = _Phases(None, ph.reduce)
+            if ph.reduce is not None and ph.reduce.gang:
+                gangs.append(Grant(job.id, stage=ph.reduce.name))
+                ph = _Phases(ph.map, None)
             rdem = _vector(ph.reduce.demand, names) if ph.reduce is not None else \
                 np.zeros(len(names))
             if ph.reduce is not None:  # pin the reducers that run: out of their TT's capacity

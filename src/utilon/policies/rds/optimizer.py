@@ -386,6 +386,11 @@ def solve_rhc(problem: RhcProblem, *, time_limit: float = 5.0) -> RhcSolution:
     h.setOptionValue("time_limit", float(time_limit))
     # the active-set QP solver refuses problems whose null space exceeds this (default 4000)
     h.setOptionValue("qp_nullspace_limit", max(4000, n))
+    # The active-set solver can cycle on tiny degenerate instances (two jobs, one of them
+    # without deadline pressure: measured 5 s, the whole time limit, for a 30-variable QP);
+    # an iteration cap ends that in milliseconds with the same point, which is kept if it is
+    # feasible (status "feasible: Iteration limit reached").
+    h.setOptionValue("qp_iteration_limit", max(10_000, 20 * n))
     lp = highspy.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = nrow

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
+from utilon.core.policy import Policy
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.model.cluster import Cluster
 from utilon.model.job import Job
-from utilon.policies.base import Policy
 from utilon.policies.rds.capacity import effective_capacity
 from utilon.policies.rds.policy import job_work, phase_counts
 from utilon.policies.rds.progress import ProgressModel, ProgressSample

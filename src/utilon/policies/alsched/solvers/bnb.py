@@ -230,14 +230,15 @@ def _floating(raw: Sequence[tuple[tuple[int, ...], int]]) -> tuple[
 
 def job_options(r: Request, capacity: Sequence[int]) -> list[Option]:
     """The job's candidates as options, best utility first, infeasible-alone ones dropped."""
-    limit = r.limit if r.limit is not None else sum(capacity)
-    room = {c: min(sum(capacity[m] for m in set(ms)), limit) for c, ms in r.classes.items()}
+    held = [c // r.size for c in capacity]  # the job's units each machine can hold
+    limit = r.limit if r.limit is not None else sum(held)
+    room = {c: min(sum(held[m] for m in set(ms)), limit) for c, ms in r.classes.items()}
     out = []
     for req, u in candidates(r.expr, room):
         if u <= 0 and req:
             continue
         o = make_option(r, req, u)
-        if o.units > limit or any(n > sum(capacity[m] for m in ms) for ms, n in o.raw):
+        if o.units > limit or any(n > sum(held[m] for m in ms) for ms, n in o.raw):
             continue
         out.append(o)
     out.sort(key=lambda o: (-o.utility, o.units))
@@ -247,8 +248,10 @@ def job_options(r: Request, capacity: Sequence[int]) -> list[Option]:
 
 
 # -- feasibility ---------------------------------------------------------------------------------
-def place_greedy(o: Option, free: np.ndarray, limit: int | None) -> np.ndarray | None:
-    """Place ``o`` into ``free`` (least-free machines first); units per machine or None."""
+def place_greedy(o: Option, free: np.ndarray, limit: int | None,
+                 size: int = 1) -> np.ndarray | None:
+    """Place ``o`` into ``free`` (least-free machines first); the job's units per machine
+    (each takes ``size`` machine units) or None."""
     x = np.zeros_like(free)
     left = free.copy()
     for ms, n in (o.demands if o.demands is not None else o.raw):
@@ -256,14 +259,14 @@ def place_greedy(o: Option, free: np.ndarray, limit: int | None) -> np.ndarray |
         want = n if o.demands is not None else n - int(x[idx].sum())
         if want <= 0:
             continue
-        avail = left[idx]
+        avail = left[idx] // size
         if int(avail.sum()) < want:
             return None
         order = np.argsort(np.where(avail > 0, avail, np.iinfo(np.int64).max), kind="stable")
         got = np.minimum(avail[order], np.maximum(want - np.concatenate(
             ([0], np.cumsum(avail[order])[:-1])), 0))
         x[idx[order]] += got
-        left[idx[order]] -= got
+        left[idx[order]] -= got * size
     if limit is not None and int(x.sum()) > limit:
         return None
     return x
@@ -317,9 +320,12 @@ def flow_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs:
 
 
 def milp_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs: int,
-               limits: Sequence[int | None], time_limit: float) -> np.ndarray | None:
+               limits: Sequence[int | None], time_limit: float,
+               sizes: Sequence[int] | None = None) -> np.ndarray | None:
     """Units per (job, machine) meeting every option's raw requirements, by a HiGHS
-    feasibility MILP; None if infeasible.  Raises ``_Timeout`` if HiGHS runs out of time."""
+    feasibility MILP (job ``j``'s unit takes ``sizes[j]`` machine units); None if infeasible.
+    Raises ``_Timeout`` if HiGHS runs out of time."""
+    size = list(sizes) if sizes is not None else [1] * jobs
     out = np.zeros((jobs, len(capacity)), dtype=np.int64)
     cols: list[tuple[int, int]] = []
     for j, o in chosen:
@@ -332,15 +338,16 @@ def milp_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs:
     h.setOptionValue("threads", 1)
     h.setOptionValue("time_limit", max(time_limit, 0.01))
     n = len(cols)
-    h.addVars(n, np.zeros(n), np.asarray([float(capacity[m]) for _, m in cols]))
+    h.addVars(n, np.zeros(n), np.asarray([float(capacity[m] // size[j]) for j, m in cols]))
     h.changeColsIntegrality(n, np.arange(n, dtype=np.int32),
                             np.full(n, highspy.HighsVarType.kInteger))
     inf = highspy.kHighsInf
     where = {c: i for i, c in enumerate(cols)}
 
-    def row(lo: float, hi: float, idx: list[int]) -> None:
+    def row(lo: float, hi: float, idx: list[int], coef: list[float] | None = None) -> None:
         if idx:
-            h.addRow(lo, hi, len(idx), np.asarray(idx, dtype=np.int32), np.ones(len(idx)))
+            h.addRow(lo, hi, len(idx), np.asarray(idx, dtype=np.int32),
+                     np.asarray(coef) if coef is not None else np.ones(len(idx)))
 
     for j, o in chosen:
         for ms, k in o.raw:
@@ -348,7 +355,8 @@ def milp_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs:
         if limits[j] is not None:
             row(-inf, float(limits[j] or 0), [i for i, (jj, _) in enumerate(cols) if jj == j])
     for m in range(len(capacity)):
-        row(-inf, float(capacity[m]), [i for i, (_, mm) in enumerate(cols) if mm == m])
+        on = [i for i, (_, mm) in enumerate(cols) if mm == m]
+        row(-inf, float(capacity[m]), on, [float(size[cols[i][0]]) for i in on])
     h.run()
     status = h.getModelStatus()
     if status == highspy.HighsModelStatus.kInfeasible:
@@ -425,9 +433,12 @@ class _Search:
     def weight(self, d: int) -> float:
         return self.problem.requests[self.order[d]].weight
 
+    def size(self, d: int) -> int:
+        return self.problem.requests[self.order[d]].size
+
     def option_bound(self, f: _Frame, o: Option) -> float:
         return (f.value + self.weight(f.depth) * o.utility
-                + self.knap.bound(f.depth + 1, f.free_units - o.units))
+                + self.knap.bound(f.depth + 1, f.free_units - o.units * self.size(f.depth)))
 
     def run(self) -> tuple[float, bool]:
         """Search; returns (bound, finished).  ``stack[d]`` is the frame of depth ``d``; the
@@ -455,7 +466,8 @@ class _Search:
                 if f.depth + 1 == n:
                     self.incumbent, self.best_path = value, [g.next - 1 for g in stack]
                     continue
-                stack.append(self._frame(f.depth + 1, value, f.free_units - o.units, free))
+                stack.append(self._frame(f.depth + 1, value,
+                                         f.free_units - o.units * self.size(f.depth), free))
         except _Timeout:
             return self._open_bound(stack), False
         return self.incumbent, True
@@ -486,9 +498,9 @@ class _Search:
         if not o.raw:
             return f.free
         r = self.problem.requests[self.order[f.depth]]
-        x = place_greedy(o, f.free, r.limit)
+        x = place_greedy(o, f.free, r.limit, r.size)
         if x is not None:
-            return f.free - x
+            return f.free - x * r.size
         sig = (r.limit, *(ms for ms, _ in o.key))
         if self._known_failure(f, sig, o):
             return None
@@ -499,17 +511,22 @@ class _Search:
         if alloc is None:
             self._record_failure(f, sig, o)
             return None
-        return self.capacity - alloc.sum(axis=0)
+        if len(alloc) == 1:  # the flow's summed row (unit sizes) or a single job
+            return self.capacity - alloc[0] * self.size(0)
+        sizes = np.asarray([self.size(d) for d in range(len(alloc))], dtype=np.int64)
+        return self.capacity - sizes @ alloc
 
     def allocate(self, chosen: Sequence[tuple[int, Option]], time_left: float,
                  split: bool = True) -> np.ndarray | None:
         """Units per (search depth, machine) for ``chosen``, exactly; None if infeasible.
         (``split=False``: only the units used per machine matter, see ``flow_alloc``.)"""
         n = len(self.order)
-        if self.laminar_only or all(o.demands is not None for _, o in chosen):
+        sizes = [self.size(d) for d in range(n)]
+        unit = all(sizes[d] == 1 for d, _ in chosen)  # the flow counts machine units
+        if unit and (self.laminar_only or all(o.demands is not None for _, o in chosen)):
             return flow_alloc(chosen, self.capacity, n, split)
         limits = [self.problem.requests[i].limit for i in self.order]
-        return milp_alloc(chosen, self.capacity, n, limits, time_left)
+        return milp_alloc(chosen, self.capacity, n, limits, time_left, sizes)
 
     def _known_failure(self, f: _Frame, sig: tuple[object, ...], o: Option) -> bool:
         """Did ``o``'s demands, or smaller ones on the same classes, fail under a prefix of
@@ -534,7 +551,8 @@ def solve_bnb(problem: Problem, *, time_limit: float = 10.0,
                                           i))
     opts = [options[i] for i in order]
     value = np.asarray([problem.requests[i].weight * options[i][0].utility for i in order])
-    units = np.asarray([_best_units(options[i]) for i in order], dtype=float)
+    units = np.asarray([_best_units(options[i]) * problem.requests[i].size for i in order],
+                       dtype=float)
     knap = _Knapsack(value, units)
     capacity = np.asarray(problem.capacity, dtype=np.int64)
     search = _Search(problem, order, opts, knap, capacity, start + time_limit, node_limit,

@@ -64,26 +64,33 @@ Step = tuple[Index, int | IntArray, int]
 @dataclass
 class _State:
     """One job's tentative allocation: ``x`` its units per machine, ``free`` what is left of
-    the cluster, ``budget`` the units it may still take (its limit).  Every take is logged,
-    so trying a branch and undoing it costs only what the branch took."""
+    the cluster (in machine units: each of the job's units takes ``size`` of them),
+    ``budget`` the units it may still take (its limit).  Every take is logged, so trying a
+    branch and undoing it costs only what the branch took."""
 
     x: IntArray
     free: IntArray
     budget: int
+    size: int = 1
     log: list[Step] = field(default_factory=list)
 
     def take(self, idx: Index, amount: int | IntArray, n: int) -> None:
         self.x[idx] += amount
-        self.free[idx] -= amount
+        self.free[idx] -= amount * self.size
         self.budget -= n
         self.log.append((idx, amount, n))
+
+    def room(self, idx: Index) -> IntArray:
+        """The job's units that fit in what is free on ``idx``."""
+        free: IntArray = self.free[idx]
+        return free // self.size if self.size != 1 else free
 
     def undo(self, mark: int) -> list[Step]:
         """Undo the takes after ``mark``; returns them (oldest first) for ``redo``."""
         steps = self.log[mark:]
         for idx, amount, n in reversed(steps):
             self.x[idx] -= amount
-            self.free[idx] += amount
+            self.free[idx] += amount * self.size
             self.budget += n
         del self.log[mark:]
         return steps
@@ -136,9 +143,9 @@ class _Job:
         m = self.single.get(cls)
         return int(x[m]) if m is not None else int(x[self.idx[cls]].sum())
 
-    def avail(self, cls: str, free: IntArray) -> int:
+    def avail(self, cls: str, st: _State) -> int:
         m = self.single.get(cls)
-        return int(free[m]) if m is not None else int(free[self.idx[cls]].sum())
+        return int(st.room(m)) if m is not None else int(st.room(self.idx[cls]).sum())
 
     def value(self, node: Node, x: IntArray) -> float:
         return self.fn[id(node)](x)
@@ -213,7 +220,7 @@ def _prim_plan(job: _Job, node: NCk | LnCk, target: float, st: _State) -> tuple[
         need = math.ceil(k - TOL) if nck else math.ceil(k * min(target, u) / u - TOL)
         want = need - have
         if want > 0:
-            can = min(want, job.avail(node.cls, st.free), st.budget)
+            can = min(want, job.avail(node.cls, st), st.budget)
             if can < want and nck:
                 can = 0
     return _prim_value(nck, k, u, have + max(can, 0)), max(can, 0)
@@ -226,7 +233,7 @@ def _take(job: _Job, cls: str, n: int, st: _State) -> None:
         st.take(m, n, n)
     else:
         idx = job.idx[cls]
-        st.take(idx, spread(st.free[idx], n), n)
+        st.take(idx, spread(st.room(idx), n), n)
 
 
 def _alloc(job: _Job, node: Node, target: float, st: _State) -> None:
@@ -342,7 +349,7 @@ def _kinds(problem: Problem) -> list[int]:
     """An id per request; requests with equal expressions and classes share it (and their
     compiled form).  One structural hash per request: node hashes are not cached."""
     ids: dict[tuple[object, ...], int] = {}
-    return [ids.setdefault((r.expr, tuple(sorted(r.classes.items()))), len(ids))
+    return [ids.setdefault((r.expr, tuple(sorted(r.classes.items())), r.size), len(ids))
             for r in problem.requests]
 
 
@@ -350,18 +357,19 @@ def job_order(problem: Problem, kinds: list[int] | None = None) -> list[int]:
     """Request indices by ``weight * utility per unit`` (descending), then request order."""
     kinds = _kinds(problem) if kinds is None else kinds
     keys = []
-    caps: dict[tuple[int, ...], int] = {}  # shared by the jobs naming the same machines
+    caps: dict[tuple[tuple[int, ...], int], int] = {}  # shared by equal (machines, size)
     seen: dict[tuple[int, int | None], float] = {}
     for i, r in enumerate(problem.requests):
         key = (kinds[i], r.limit)
         if key not in seen:
             cap = {}
             for c, ms in r.classes.items():
-                if ms not in caps:
-                    caps[ms] = sum(problem.capacity[m] for m in set(ms))
-                cap[c] = caps[ms]
+                if (ms, r.size) not in caps:
+                    caps[(ms, r.size)] = sum(problem.capacity[m] // r.size for m in set(ms))
+                cap[c] = caps[(ms, r.size)]
             limit = r.limit if r.limit is not None else sum(cap.values())
-            seen[key] = _ratio(*_estimate(r.expr, cap, limit))
+            u, n = _estimate(r.expr, cap, limit)
+            seen[key] = _ratio(u, n * r.size)  # utility per machine unit
         keys.append((-r.weight * seen[key], i))
     return [i for _, i in sorted(keys)]
 
@@ -383,8 +391,8 @@ def solve_greedy(problem: Problem) -> Solution:
             job = jobs[kinds[i]] = _Job(r, arrays)
         if failed.get((kinds[i], r.limit)) == commits:
             continue  # the same request against the same free capacity: nothing again
-        budget = r.limit if r.limit is not None else int(free.sum())
-        st = _State(np.zeros_like(free), free.copy(), budget)
+        budget = r.limit if r.limit is not None else int(free.sum()) // r.size
+        st = _State(np.zeros_like(free), free.copy(), budget, r.size)
         root = job.r.expr  # equal to r.expr; the compiled evaluators are keyed by its nodes
         _alloc(job, root, math.inf, st)
         if job.value(root, st.x) <= 0:
@@ -392,7 +400,7 @@ def solve_greedy(problem: Problem) -> Solution:
             continue
         kept = trim_job(r, {int(m): int(st.x[m]) for m in np.flatnonzero(st.x)})
         for m, u in kept.items():
-            free[m] -= u
+            free[m] -= u * r.size
         alloc[r.job] = kept
         commits += 1
     bound = sum(r.weight * jobs[k].upper[id(jobs[k].r.expr)]

@@ -1,9 +1,10 @@
 """Exact reference solver: the whole allocation problem as one MILP, solved by HiGHS.
 
 Variables: ``X[job, machine]`` integer >= 0 (only machines in the job's classes), with one
-row per machine (capacity) and per limited job (``limit``); ``D[job, class]`` is the linear
-expression ``sum of X over the class``.  Every expression node ``n`` gets a utility variable
-``v_n`` in ``[0, upper(n)]``, bounded above by what the node can be worth:
+row per machine (capacity: the sum of ``size * X``) and per limited job (``limit``);
+``D[job, class]`` is the linear expression ``sum of X over the class``.  Every expression
+node ``n`` gets a utility variable ``v_n`` in ``[0, upper(n)]``, bounded above by what the node
+can be worth:
 
 * ``nck(c, k, u)``: binary ``z``, ``D[c] >= k z``, ``v <= u z``;
 * ``lnck(c, k, u)``: ``v <= (u / k) D[c]`` (and ``v <= u`` by its bound);
@@ -78,7 +79,8 @@ class _Model:
 
 def _job_columns(model: _Model, r: Request, capacity: tuple[int, ...]) -> dict[int, int]:
     """``X[job, m]`` for the machines of the job's classes; returns machine -> column."""
-    cols = {m: model.col(0.0, float(capacity[m]), integer=True) for m in r.machines()}
+    cols = {m: model.col(0.0, float(capacity[m] // r.size), integer=True)
+            for m in r.machines()}
     if r.limit is not None:
         model.row(-INF, float(r.limit), [(c, 1.0) for c in cols.values()])
     return cols
@@ -134,7 +136,8 @@ def _build(problem: Problem) -> tuple[highspy.Highs, list[dict[int, int]]]:
         xs.append(x)
         _node(model, r.expr, r, x, cost=r.weight)
     for m, cap in enumerate(problem.capacity):
-        terms = [(x[m], 1.0) for x in xs if m in x]
+        terms = [(x[m], float(r.size)) for r, x in zip(problem.requests, xs, strict=True)
+                 if m in x]
         if terms:
             model.row(-INF, float(cap), terms)
     h = highspy.Highs()

@@ -8,6 +8,11 @@ can use (its ready tasks).  A ``Solution`` gives units per job per machine; ``cl
 turns it into the paper's ``D[i, j]`` matrix (units of job ``i`` from class ``j``), which is
 what the expressions evaluate.
 
+A request's ``size`` is how many of a machine's units one of its units takes (default 1, the
+paper's case: a task is a core).  A stage whose tasks need two cores asks for tasks with
+``size=2``: its expression and ``limit`` count tasks, and each task it gets on a machine uses
+two of that machine's free units, so a task is never split across machines.
+
 ``check`` is the contract all solvers honour (and the tests enforce): machine capacities
 and job limits respected, reported utilities equal to the expressions' values, ``total`` the
 weighted sum and ``bound`` an upper bound no smaller than ``total``.
@@ -36,6 +41,8 @@ class Request:
     classes: Mapping[str, tuple[int, ...]]
     weight: float = 1.0
     limit: int | None = None
+    size: int = 1
+    """Machine units one allocated unit of this request takes (see the module docstring)."""
     class_sets: Mapping[str, frozenset[int]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -76,6 +83,8 @@ class Problem:
 def _validate_request(r: Request, machines: int) -> None:
     if not (math.isfinite(r.weight) and r.weight > 0):
         raise UtilonError(f"job {r.job!r}: weight must be > 0, got {r.weight!r}")
+    if not (isinstance(r.size, int) and r.size >= 1):
+        raise UtilonError(f"job {r.job!r}: size must be an integer >= 1, got {r.size!r}")
     if r.limit is not None and r.limit < 0:
         raise UtilonError(f"job {r.job!r}: limit must be >= 0, got {r.limit}")
     if not is_concrete(r.expr):
@@ -154,7 +163,7 @@ def check(problem: Problem, solution: Solution) -> None:
         for m, u in units.items():
             if not 0 <= m < len(used) or u < 0 or u != int(u):
                 raise UtilonError(f"job {job!r}: invalid allocation {u!r} on machine {m}")
-            used[m] += u
+            used[m] += u * jobs[job].size
         limit = jobs[job].limit
         if limit is not None and sum(units.values()) > limit:
             raise UtilonError(f"job {job!r} gets {sum(units.values())} units, limit {limit}")

@@ -1,0 +1,74 @@
+"""The policy interface: what the scheduler core calls, defined next to the core.
+
+A policy is an object configured in its constructor with one method,
+``decide(snapshot) -> Decision``: no clock reads, no I/O, no randomness it was not handed.
+It declares which events it wants to be called on (``triggers``) and, if it runs a periodic
+control loop, its ``tick`` in seconds.  The registry of named policies lives in
+``utilon.policies``; the core needs only this interface.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from utilon.core.decision import Decision
+from utilon.core.messages import Trigger
+from utilon.core.snapshot import ClusterSnapshot
+from utilon.model.cluster import Cluster
+from utilon.model.job import Job
+
+EVENT_TRIGGERS: frozenset[Trigger] = frozenset({
+    Trigger.ARRIVAL, Trigger.STAGE_FINISHED, Trigger.JOB_FINISHED, Trigger.TASK_FAILED,
+    Trigger.CAPACITY,
+})
+
+
+class Policy(ABC):
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    paper: ClassVar[str] = ""
+    triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
+    uses_free_capacity: ClassVar[bool] = False
+    uses_placement: ClassVar[bool] = False
+    """True for policies that need to know which machine each running task is on
+    (``ClusterSnapshot.placement``): RAS's per-TaskTracker job slots."""
+    overcommits: ClassVar[bool] = False
+    """True for policies that over-commit declared resources on purpose (static slots): live
+    backends then record over-commitment instead of refusing it."""
+    tick: float | None = None
+
+    @abstractmethod
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        """Return the decision for this snapshot."""
+
+    def bind(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Called once by the scheduler core before the first decision, with the cluster
+        (machines and capacity timeline) the run starts from.  Policies that must know the
+        future capacity (RDS's oracle predictor) keep what they need; others ignore it."""
+
+    def unrunnable(self, job: Job, cluster: Cluster) -> str | None:
+        """Why ``job`` can never run under this policy on ``cluster`` (its parameters forbid
+        it: a gang wider than the static slots allow, a request no allocation can satisfy),
+        or ``None``.  The core asks before a run and refuses such a job with this reason;
+        only what the policy adds matters here -- a task that fits no machine at all is the
+        core's own check (``core.feasibility``)."""
+        return None
+
+    def report(self) -> dict[str, Any]:
+        """Policy-specific measurements for ``summary.json`` (``policy_report``); none by
+        default.  Must be deterministic: wall-clock timings belong in ``timing``."""
+        return {}
+
+    def params(self) -> dict[str, Any]:
+        """Constructor parameters, for outputs (``summary.json``)."""
+        out: dict[str, Any] = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name != "self" and hasattr(self, name):
+                out[name] = getattr(self, name)
+        return out
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
