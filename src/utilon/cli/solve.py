@@ -33,7 +33,18 @@ def _solve(problem: str, instance: Path | None, solver: str | None, solvers: Seq
             from utilon.errors import UnknownNameError
 
             raise UnknownNameError("solver", solver, list(solvers), where="--solver")
-        text = json.dumps(run(instance), indent=1)
+        try:
+            result = run(instance)
+        except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as e:
+            # every field has a limit checked at load; a value that slips past one still
+            # ends as one line naming the file, never a traceback
+            from utilon.errors import UtilonError
+
+            raise UtilonError(f"cannot solve this instance ({type(e).__name__}: {e})",
+                              where=str(instance),
+                              fix=f"check its values against docs/solve-{problem}.md"
+                              ) from None
+        text = json.dumps(result, indent=1)
         if out_file is not None:
             out_file.write_text(text + "\n", encoding="utf-8")
             out.print(f"wrote {out_file}")

@@ -24,6 +24,7 @@ import numpy as np
 from utilon.errors import ModelError, ScenarioError
 from utilon.jobs.kinds import plan_job
 from utilon.jobs.plan import JobPlan
+from utilon.limits import MAX_COUNT, MAX_SECONDS, max_tasks
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
 from utilon.model.job import Job, Stage, Task, UsagePhase
 from utilon.model.resources import Resources
@@ -183,6 +184,16 @@ class _Builder:
         # machines but a handful of sizes, and standalone_runtime runs once per stage.
         self.capacities = Counter(m.capacity for m in (up or list(cluster.machines)))
         self.standalone: dict[str, float] = {}
+        self.tasks = 0  # expanded so far: checked against limits.max_tasks() before allocating
+        self.max_tasks = max_tasks()
+
+    def count_tasks(self, n: int, loc: str) -> None:
+        self.tasks += n
+        if self.tasks > self.max_tasks:
+            raise ScenarioError(
+                f"the scenario expands to more than {self.max_tasks:,} tasks", where=loc,
+                fix="use fewer, longer tasks, or raise UTILON_MAX_TASKS if this machine has "
+                "the memory")
 
     # -- stages and tasks -------------------------------------------------------------------
     def stages(self, specs: list[StageSpec], loc: str) -> tuple[Stage, ...]:
@@ -196,14 +207,27 @@ class _Builder:
                         f"stage {s.name!r} uses resource {rname!r}, which no machine has",
                         where=sloc, fix=f"use one of: {', '.join(sorted(self.names))}")
             if s.durations is not None:
+                self.count_tasks(len(s.durations), sloc)
                 durations = np.asarray(s.durations, dtype=float)
             else:
                 assert s.tasks is not None and s.duration is not None
-                n = max(1, round(sample(s.tasks, self.rng)))
+                drawn = sample(s.tasks, self.rng)
+                if not math.isfinite(drawn) or drawn > MAX_COUNT:
+                    raise ScenarioError(
+                        f"a stage may have at most {MAX_COUNT:,} tasks, got {drawn:g}",
+                        where=f"{sloc}.tasks", fix="use fewer, longer tasks (or clip the "
+                        "distribution with max:)")
+                n = max(1, round(drawn))
+                self.count_tasks(n, sloc)
                 durations = sample_many(s.duration, self.rng, n)
             if not np.all(np.isfinite(durations)) or np.any(durations <= 0):
                 raise ScenarioError("task durations must be positive",
                                     where=f"{sloc}.duration", fix="set a min: on the distribution")
+            if np.any(durations > MAX_SECONDS):
+                raise ScenarioError(
+                    f"a task may last at most {MAX_SECONDS:g} s (about 31 years), got "
+                    f"{float(durations.max()):g}", where=f"{sloc}.duration",
+                    fix="give durations in seconds (or clip the distribution with max:)")
             demand = Resources(s.demand)
             phases = tuple(UsagePhase(p.fraction, Resources(p.usage), p.name)
                            for p in (s.usage or []))
@@ -259,6 +283,14 @@ class _Builder:
 
     # -- utilities --------------------------------------------------------------------------
     def when(self, spec: TimeSpec, submit: float, standalone: float, loc: str) -> float:
+        t = self._when(spec, submit, standalone, loc)
+        if not math.isfinite(t) or abs(t - submit) > MAX_SECONDS:
+            raise ScenarioError(f"a goal must be at most {MAX_SECONDS:g} s (about 31 years) after "
+                                f"submit, got {t - submit:g}", where=loc,
+                                fix="give goals in seconds after submit, or '<k>x'")
+        return t
+
+    def _when(self, spec: TimeSpec, submit: float, standalone: float, loc: str) -> float:
         if isinstance(spec, str):
             m = _SLACK.match(spec)
             if m:

@@ -47,6 +47,13 @@ def read_json_model(path: Path, model: type[M], fix: str) -> M:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ScenarioError("no such file", where=str(path), fix="check the path") from None
+    except IsADirectoryError:
+        raise ScenarioError("is a directory, not a file", where=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"not UTF-8 text (byte {e.start})", where=str(path),
+                            fix="save the instance as UTF-8 JSON") from None
+    except RecursionError:
+        raise ScenarioError("nested too deeply to read", where=str(path), fix=fix) from None
     except json.JSONDecodeError as e:
         raise ScenarioError(f"not valid JSON ({e.msg})", where=f"{path}:{e.lineno}:{e.colno}",
                             fix=fix) from None
@@ -102,15 +109,53 @@ def _read_data(p: Path) -> Any:
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(f"cannot read: {e}", where=str(p)) from None
     try:
-        return json.loads(text) if p.suffix == ".json" else load_yaml(text)
+        data = json.loads(text) if p.suffix == ".json" else load_yaml(text)
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"JSON syntax error: {e.msg}",
+                            where=f"{p}:{e.lineno}:{e.colno}") from None
+    except RecursionError:
+        raise ScenarioError("nested too deeply to read", where=str(p),
+                            fix="a scenario nests a few levels; check the file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ScenarioError(f"YAML syntax error: {problem}", where=f"{p}{at}") from None
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"JSON syntax error: {e.msg}",
-                            where=f"{p}:{e.lineno}:{e.colno}") from None
+    if _ALIAS.search(text):
+        _check_expansion(data, str(p))
+    return data
+
+
+# a YAML alias (``*name``) after a separator: only then can the data be a DAG
+_ALIAS = re.compile(r"(?:^|[\s\[{,:-])\*[^\s,\]}]")
+MAX_VALUES = 50_000_000
+"""Most values a scenario may expand to once YAML aliases are resolved (a billion-laughs
+file is a few lines that expand to billions)."""
+
+
+def _check_expansion(data: Any, where: str) -> None:
+    """Refuse data whose aliases expand past ``MAX_VALUES`` (counted once per shared node,
+    without expanding anything)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if not isinstance(node, dict | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is None:
+            children = node.values() if isinstance(node, dict) else node
+            known = sizes[id(node)] = 1 + sum(size(c) for c in children)
+            if known > MAX_VALUES:
+                raise ScenarioError(
+                    f"YAML aliases expand to more than {MAX_VALUES:,} values", where=where,
+                    fix="write the data out instead of aliasing it")
+        return known
+
+    try:
+        size(data)
+    except RecursionError:
+        raise ScenarioError("nested too deeply to read", where=where,
+                            fix="a scenario nests a few levels; check the file") from None
 
 
 _JSON_ITEM = re.compile(r"^( *)- (\{.*\})[ \t]*$")
@@ -202,7 +247,14 @@ def load_workload(path: str | Path, *, seed: int | None = None,
     spec = read_scenario(path)
     if capacity is not None:
         spec = with_capacity_file(spec, capacity)
-    return build_workload(spec, seed=seed, source=str(path))
+    try:
+        return build_workload(spec, seed=seed, source=str(path))
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as e:
+        # the last line of defence: every value has a limit checked above, but a value that
+        # slips past one must still end as one line naming the file, never a traceback
+        raise ScenarioError(f"cannot build the scenario ({type(e).__name__}: {e})",
+                            where=str(path), fix="check its values against docs/scenario.md"
+                            ) from None
 
 
 def scenario_json_schema() -> dict[str, Any]:

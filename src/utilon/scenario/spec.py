@@ -14,12 +14,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from utilon.jobs.specs import RunSpec
+from utilon.limits import MAX_COUNT, MAX_SECONDS
 
 AttrValue = str | int | float | bool
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinity are never meaningful in a scenario: refuse them at the field
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]
+"""A time or duration in seconds: at most ``limits.MAX_SECONDS`` (about 31.7 years)."""
 
 
 # -- distributions ---------------------------------------------------------------------------
@@ -134,7 +140,7 @@ class StageSpec(_Strict):
         None, description="number of tasks (sampled once per job, rounded, >= 1)")
     duration: Num | None = Field(
         None, description="seconds of work per task at full speed (sampled per task)")
-    durations: list[Annotated[float, Field(gt=0)]] | None = Field(
+    durations: list[Annotated[float, Field(gt=0, le=MAX_SECONDS)]] | None = Field(
         None, min_length=1, description="exact seconds of each task (instead of tasks and "
         "duration; what trace importers write)")
     demand: dict[str, float] = Field(default_factory=lambda: {"slots": 1.0})
@@ -163,7 +169,7 @@ class StageSpec(_Strict):
 
 class JobSpec(_Strict):
     id: str = Field(min_length=1)
-    submit: float = Field(ge=0)
+    submit: Seconds
     tenant: str = "default"
     weight: float = Field(1.0, gt=0)
     priority: int = 0
@@ -178,7 +184,8 @@ class JobSpec(_Strict):
         None, description="alsched placement utility for every stage that has none of its "
         "own (real jobs' stages come from their kind, so this is how they state one)")
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _stages_or_run(self) -> JobSpec:
@@ -196,24 +203,25 @@ class TemplateSpec(_Strict):
     utility: UtilitySpec = Field(default_factory=lambda: ConstantSpec(kind="constant"))
     stages: list[StageSpec] = Field(min_length=1)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True,
+                              allow_inf_nan=False)
 
 
 class PoissonArrival(_Strict):
     process: Literal["poisson"]
-    mean_interarrival: float = Field(gt=0)
-    start: float = Field(0.0, ge=0)
+    mean_interarrival: float = Field(gt=0, le=MAX_SECONDS)
+    start: Seconds = 0.0
 
 
 class UniformArrival(_Strict):
     process: Literal["uniform"]
-    interval: float = Field(gt=0)
-    start: float = Field(0.0, ge=0)
+    interval: float = Field(gt=0, le=MAX_SECONDS)
+    start: Seconds = 0.0
 
 
 class BatchArrival(_Strict):
     process: Literal["batch"]
-    at: float = Field(0.0, ge=0)
+    at: Seconds = 0.0
 
 
 ArrivalSpec = Annotated[PoissonArrival | UniformArrival | BatchArrival,
@@ -221,7 +229,7 @@ ArrivalSpec = Annotated[PoissonArrival | UniformArrival | BatchArrival,
 
 
 class GeneratorSpec(_Strict):
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=MAX_COUNT)
     id_prefix: str = "job"
     arrival: ArrivalSpec
     tenants: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
@@ -236,7 +244,7 @@ class WorkloadSpec(_Strict):
 # -- cluster ---------------------------------------------------------------------------------
 class MachineGroupSpec(_Strict):
     id: str = Field(min_length=1, description="machine id, or id prefix when count > 1")
-    count: int = Field(1, ge=1)
+    count: int = Field(1, ge=1, le=MAX_COUNT)
     capacity: dict[str, float] = Field(min_length=1)
     attributes: dict[str, AttrValue] = Field(default_factory=dict)
     price: float = Field(0.0, ge=0, description="cost per machine-hour")
@@ -252,7 +260,7 @@ class MachineGroupSpec(_Strict):
 
 
 class CapacityEventSpec(_Strict):
-    at: float = Field(ge=0)
+    at: Seconds
     action: Literal["join", "leave", "scale", "speed"]
     machines: list[str] | str = Field(
         description="machine ids, a glob like 'small-*', or 'all'")

@@ -57,6 +57,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
+from utilon.limits import MAX_COUNT, MAX_SECONDS
 from utilon.traces.base import (
     Common,
     Importer,
@@ -158,6 +159,9 @@ class Alibaba2017(Importer):
                 continue
             if inst < 0 or job < 0 or task < 0:
                 log.bad(n, "negative id or instance count")
+                continue
+            if max(abs(create), abs(end)) > MAX_SECONDS or inst > MAX_COUNT:
+                log.bad(n, "time or instance count beyond utilon's limits")
                 continue
             if status not in wanted:
                 log.filter(n, f"status {status}")
@@ -351,6 +355,9 @@ class Alibaba2017Servers(Importer):
                 continue
             if not all(math.isfinite(x) and x >= 0 for x in (t, cpu, mem, disk)):
                 log.bad(n, "negative time or capacity")
+                continue
+            if t > MAX_SECONDS:
+                log.bad(n, f"time beyond {MAX_SECONDS:g} s")
                 continue
             kind = f[2]
             if kind == "add":

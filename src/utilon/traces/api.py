@@ -20,13 +20,14 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from utilon.scenario.build import build_cluster
+from utilon.scenario.build import build_cluster, build_workload
 from utilon.scenario.load import parse_scenario, read_scenario
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
 from utilon.traces.base import (
     DEFAULT_LOAD,
     ClassRule,
     Common,
+    Importer,
     SkipLog,
     TraceError,
     TracePart,
@@ -88,7 +89,7 @@ def import_trace(
     p = Path(path)
     common = Common(window or Window(), seed, machines, classes or ClassRule(), max_bad)
     log = SkipLog(p, max_bad)
-    part = cls().read(p, common, opts, log)
+    part = _read(cls, p, common, opts, log)
     base = _base_spec(with_scenario)
     sizing = ""
     target = load if load is not None else (DEFAULT_LOAD if cls.sized_by_load else None)
@@ -97,7 +98,7 @@ def import_trace(
         if need is not None:
             common = replace(common, machines=need)
             log = SkipLog(p, max_bad)
-            part = cls().read(p, common, opts, log)
+            part = _read(cls, p, common, opts, log)
             sizing = f"cluster sized to an offered load of {target:g}: {need} machines"
 
     window = common.window
@@ -150,10 +151,22 @@ def import_trace(
             doc = {"metadata": meta, "cluster": part.cluster}
     # Validate the way `utilon simulate` will read it, so a bad import fails here.
     if "workload" in doc:
-        parse_scenario(json.loads(json.dumps(doc)), f"imported {kind} scenario")
+        where = f"{p} (imported as {kind})"
+        build_workload(parse_scenario(json.loads(json.dumps(doc)), where), source=where)
     else:
-        _check_cluster(doc["cluster"], kind)
+        _check_cluster(doc["cluster"], f"{p} (imported as {kind})")
     return ImportResult(kind, p, doc, log, part, stats)
+
+
+def _read(cls: type[Importer], p: Path, common: Common, opts: Any, log: SkipLog) -> TracePart:
+    """One pass of an importer over ``p``.  Importers reject malformed lines one by one; a
+    value that slips past their checks still ends as one line naming the file."""
+    try:
+        return cls().read(p, common, opts, log)
+    except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as e:
+        raise TraceError(f"cannot import this trace ({type(e).__name__}: {e})", where=str(p),
+                         fix="check the file is of this kind (see `utilon trace kinds`)"
+                         ) from None
 
 
 def _machines_for_load(part: TracePart, load: float) -> int | None:
@@ -168,8 +181,7 @@ def _machines_for_load(part: TracePart, load: float) -> int | None:
     return max(1, math.ceil(max(per_machine.values()) / load))
 
 
-def _check_cluster(cluster: dict[str, Any], kind: str) -> None:
-    where = f"imported {kind} cluster"
+def _check_cluster(cluster: dict[str, Any], where: str) -> None:
     try:
         spec = ClusterSpec.model_validate(json.loads(json.dumps(cluster)))
     except ValidationError as exc:

@@ -26,6 +26,7 @@ import gzip
 import hashlib
 import io
 import math
+import zlib
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator
@@ -48,6 +49,10 @@ class TraceError(UtilonError):
 
 
 # -- reading ---------------------------------------------------------------------------------
+MAX_LINE = 4 << 20
+"""Longest line a trace may have (4 Mi characters): real trace lines are under a kilobyte."""
+
+
 def open_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, line without newline)`` of a text file, gzip-compressed or not."""
     if not path.exists():
@@ -59,9 +64,19 @@ def open_lines(path: Path) -> Iterator[tuple[int, str]]:
             gz = fh.read(2) == b"\x1f\x8b"
         raw: Any = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115
         with raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="") as text:
-            for n, line in enumerate(text, 1):
+            n = 0
+            while True:
+                # bounded reads: one endless line must not take all memory
+                line = text.readline(MAX_LINE + 1)
+                if not line:
+                    return
+                n += 1
+                if len(line) > MAX_LINE:
+                    raise TraceError(f"line {n} is longer than {MAX_LINE:,} characters",
+                                     where=f"{path}:{n}",
+                                     fix="check that this is a text trace of this kind")
                 yield n, line.rstrip("\r\n")
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise TraceError(f"not a text trace ({type(e).__name__}: {e})", where=str(path),
                          fix="pass the uncompressed or .gz text file") from None
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from utilon.limits import MAX_SECONDS
 from utilon.traces.base import (
     Common,
     Importer,
@@ -181,6 +182,8 @@ def _parse(line: str, ports: int) -> Coflow | str:
         return "arrival, M, a mapper rack or R is not an integer"
     if arrival < 0:
         return "negative arrival time"
+    if arrival > MAX_SECONDS * 1000:  # milliseconds
+        return f"arrival time beyond {MAX_SECONDS:g} s"
     if r < 1:
         return "no reducer racks (R < 1)"
     entries = f[4 + m:]

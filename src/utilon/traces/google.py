@@ -88,7 +88,7 @@ class Google2019Machines(Importer):
                 cap: Cap | None = None
                 if isinstance(cap_d, dict) and cap_d.get("cpus") is not None:
                     cap = (float(cap_d["cpus"]), float(cap_d.get("memory") or 0.0))
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError):
                 log.bad(n, "not a machine event (JSON with time, machine_id, type)")
                 continue
             if t < 0 or not mid:

@@ -77,6 +77,7 @@ from pydantic import (
     model_validator,
 )
 
+from utilon.limits import MAX_COUNT, MAX_SECONDS, max_tasks
 from utilon.traces.base import (
     Common,
     Importer,
@@ -248,7 +249,7 @@ def _num(obj: dict[str, Any], key: str) -> float | None:
         x = float(v) if isinstance(v, int | float) else float(str(v).strip())
     except ValueError:
         raise ValueError(key) from None
-    if not math.isfinite(x):
+    if not math.isfinite(x) or abs(x) > MAX_SECONDS * 1000:  # times are milliseconds
         raise ValueError(key)
     return x
 
@@ -290,6 +291,8 @@ def _sls_tasks(job: dict[str, Any], extra: list[str]) -> list[dict[str, Any]]:
         if any(x <= 0 for x in size.values()):
             raise _Bad("task resources <= 0")
         n = max(1, int(count)) if count is not None else 1
+        if n > MAX_COUNT:
+            raise _Bad(f"count above {MAX_COUNT:,}")
         durs[kind].extend([round(dur / 1000.0, 3)] * n)
         for r, x in size.items():
             demand[kind][r] = max(demand[kind].get(r, 0.0), x)
@@ -344,6 +347,8 @@ class SlsImporter(Importer):
                         raise _Bad("job.deadline.ms not after job.start.ms")
                     stages = _sls_tasks(obj, extra)
                     n = max(1, int(copies)) if copies is not None else 1
+                    if n > MAX_COUNT:
+                        raise _Bad(f"job.count above {MAX_COUNT:,}")
                     base = str(obj["job.id"]) if obj.get("job.id") is not None and n == 1 \
                         else None
                     ids = [base] if base is not None else \
@@ -522,9 +527,9 @@ class _Workload(_M):
 
 class _Trace(_M):
     description: str = ""
-    num_nodes: int | None = Field(default=None, ge=1)
+    num_nodes: int | None = Field(default=None, ge=1, le=MAX_COUNT)
     nodes_per_rack: int | None = None
-    num_jobs: int = Field(ge=1)
+    num_jobs: int = Field(ge=1, le=MAX_COUNT)
     rand_seed: int | None = None
     workloads: list[_Workload] = Field(min_length=1)
 
@@ -593,6 +598,9 @@ def _synth_job(i: int, w: _Workload, c: _Class, rng: np.random.Generator,
         if n <= 0 and t.count.discrete is not None:
             continue  # an explicit 0 drawn from a discrete list
         n = max(1, n)
+        if n > MAX_COUNT:
+            raise ValueError(f"job class {c.class_name!r} draws {n:,} tasks of type "
+                             f"{t.type!r} (at most {MAX_COUNT:,})")
         demand = {"slots": 1.0}
         mem = max(1024.0, float(round(t.max_memory.draw(rng)))) if t.max_memory else 1024.0
         vcores = max(1.0, float(round(t.max_vcores.draw(rng)))) if t.max_vcores else 1.0
@@ -632,11 +640,17 @@ class SynthImporter(Importer):
         wl_weights = [w.workload_weight for w in trace.workloads]
         raw: list[Raw] = []
         per_workload: Counter[str] = Counter()
+        tasks, limit = 0, max_tasks()
         for i in range(trace.num_jobs):
             log.row()
             w = trace.workloads[_pick(wl_weights, rng)]
             c = w.job_classes[_pick([k.class_weight for k in w.job_classes], rng)]
             submit, job, dl = _synth_job(i, w, c, rng, extra, opts.deadline_jobs)
+            tasks += sum(len(st["durations"]) for st in job["stages"])
+            if tasks > limit:
+                raise TraceError(f"the description generates more than {limit:,} tasks",
+                                 where=str(path), fix="lower num_jobs or the task counts, "
+                                 "or raise UTILON_MAX_TASKS if this machine has the memory")
             per_workload[w.workload_name] += 1
             raw.append((submit, (i, i + 1), job, dl))  # "line" = job number (1-based)
         n_machines = common.machines or trace.num_nodes or DEFAULT_MACHINES

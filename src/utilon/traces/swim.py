@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from utilon.limits import MAX_SECONDS
 from utilon.traces.base import (
     Common,
     Importer,
@@ -169,6 +170,10 @@ def read_rows(path: Path, log: SkipLog | None = None) -> list[SwimRow]:
     return rows
 
 
+MAX_BYTES = 10**18
+"""Largest byte count of a row (an exabyte): past it, task durations pass any time limit."""
+
+
 def _parse(line: str) -> tuple[str, int, int, int, int] | str:
     """``(id, submit, input, shuffle, output)`` of a row, or why it is malformed."""
     f = line.split()  # tabs in the real files; any whitespace is accepted
@@ -180,8 +185,12 @@ def _parse(line: str) -> tuple[str, int, int, int, int] | str:
         return "a time or byte count is not an integer"
     if submit < 0:
         return "negative submit time"
+    if submit > MAX_SECONDS:
+        return f"submit time beyond {MAX_SECONDS:g} s"
     if inp < 0 or shuffle < 0 or out < 0:
         return "negative byte count"
+    if max(inp, shuffle, out) > MAX_BYTES:
+        return "a byte count beyond 1 EB"
     return f[0], submit, inp, shuffle, out
 
 

@@ -27,15 +27,23 @@ DOC = "see docs/solve-alsched.md"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+MAX_MACHINES = 100_000
+MAX_UNITS = 100_000
+"""Most units one machine may offer, and most tasks one job may ask for: the solvers hand
+out units one at a time."""
 
 
 class MachineSpec(_Strict):
     id: str | None = Field(None, min_length=1, description="machine id (one machine)")
-    count: int = Field(1, ge=1, description="this many equal machines (ids: prefix + number)")
+    count: int = Field(1, ge=1, le=MAX_MACHINES,
+                       description="this many equal machines (ids: prefix + number)")
     prefix: str | None = Field(None, min_length=1, description="id prefix when count > 1")
-    units: Annotated[int, Field(ge=0)] = Field(description="free schedulable units (cores)")
-    capacity: Annotated[int, Field(ge=0)] | None = Field(
+    units: Annotated[int, Field(ge=0, le=MAX_UNITS)] = Field(
+        description="free schedulable units (cores)")
+    capacity: Annotated[int, Field(ge=0, le=MAX_UNITS)] | None = Field(
         None, description="total units, for cap(x); default: units")
     attributes: dict[str, AttrValue] = Field(default_factory=dict)
 
@@ -44,18 +52,18 @@ class JobSpec(_Strict):
     id: str = Field(min_length=1)
     request: str | dict[str, Any] = Field(
         description="prefix expression, structured expression, or {expr, classes, each}")
-    tasks: int = Field(1, ge=1, description="ready tasks: binds `tasks`; at most this many "
-                       "units are given")
+    tasks: int = Field(1, ge=1, le=MAX_UNITS, description="ready tasks: binds `tasks`; at "
+                       "most this many units are given")
     weight: float = Field(1.0, gt=0, description="priority weight of the job's utility")
 
 
 class Instance(_Strict):
-    machines: list[MachineSpec] = Field(min_length=1)
-    jobs: list[JobSpec] = Field(min_length=1)
+    machines: list[MachineSpec] = Field(min_length=1, max_length=MAX_MACHINES)
+    jobs: list[JobSpec] = Field(min_length=1, max_length=10_000)
     solver: Literal["greedy", "bnb", "milp"] = "greedy"
     constraints: Literal["soft", "hard", "none"] = Field(
         "soft", description="§5.2: full function, preferred branches only, fallback only")
-    time_limit: float = Field(10.0, gt=0, description="seconds per exact solve")
+    time_limit: float = Field(10.0, gt=0, le=3600, description="seconds per exact solve")
 
 
 def read(path: Path) -> Instance:
@@ -67,6 +75,9 @@ def machines_of(doc: Instance, where: str) -> tuple[list[Machine], list[int], li
     machines: list[Machine] = []
     free: list[int] = []
     total: list[float] = []
+    if sum(m.count for m in doc.machines) > MAX_MACHINES:
+        raise ScenarioError(f"more than {MAX_MACHINES:,} machines", where=f"{where}: machines",
+                            fix="group equal machines into classes of the request instead")
     for i, m in enumerate(doc.machines):
         loc = f"{where}: machines[{i}]"
         if m.count == 1 and m.id is not None:

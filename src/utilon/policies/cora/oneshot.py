@@ -25,7 +25,13 @@ SOLVERS = ("cora", "cora-lp", "milp")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+MAX_UNITS = 10**12
+"""Largest demand, capacity or cap: far past any cluster, well inside 64-bit sums."""
+MAX_CELLS = 2_000_000
+"""Most jobs x slots x resources an instance may have (the solver's tables are that big)."""
 
 
 class SigmoidUtility(_Strict):
@@ -44,20 +50,21 @@ class LinearUtility(_Strict):
 
 
 Utility = Annotated[SigmoidUtility | LinearUtility, Field(discriminator="kind")]
-Count = Annotated[int, Field(ge=0)]
+Count = Annotated[int, Field(ge=0, le=MAX_UNITS)]
 
 
 class OneShotJob(_Strict):
     id: str = Field(min_length=1)
     demand: Count | list[Count] = Field(description="units of work, or one per resource")
-    cap: Annotated[int, Field(ge=1)] | list[Annotated[int, Field(ge=1)]] | None = Field(
+    cap: (Annotated[int, Field(ge=1, le=MAX_UNITS)]
+          | list[Annotated[int, Field(ge=1, le=MAX_UNITS)]] | None) = Field(
         None, description="at most this many units per slot (per resource)")
     utility: list[float] | Utility = Field(
         description="utility of finishing in each slot (non-increasing), or a function")
 
 
 class OneShotInstance(_Strict):
-    slots: int = Field(ge=1, description="number of time slots |T|")
+    slots: int = Field(ge=1, le=MAX_CELLS, description="number of time slots |T|")
     capacity: Count | list[Count] | list[list[Count]] = Field(
         description="per slot: one number, one per resource, or per resource a row per slot")
     resources: list[str] | None = Field(None, description="resource names (for the output)")
@@ -87,6 +94,12 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
     for j in doc.jobs:
         if isinstance(j.demand, list):
             nres = max(nres, len(j.demand))
+    if isinstance(doc.capacity, list):
+        nres = max(nres, len(doc.capacity))
+    if n * T * nres > MAX_CELLS:
+        raise _error(f"{where}: slots", f"{n} jobs x {T} slots x {nres} resource(s) is more "
+                     f"than {MAX_CELLS:,} cells", fix="use fewer slots (longer ones) or split "
+                     "the instance")
     cap_in = doc.capacity
     if isinstance(cap_in, int):
         cap = np.full((nres, T), cap_in, dtype=np.int64)

@@ -323,6 +323,10 @@ class _Parser:
 
 
 # -- entry points --------------------------------------------------------------------------------
+MAX_TEXT = 100_000
+"""Longest expression text: far past any placement preference a person writes."""
+
+
 def _check_text(text: object, where: str) -> str:
     if not isinstance(text, str):
         raise ParseError(f"expected text, got {type(text).__name__}", column=1, text="",
@@ -332,8 +336,14 @@ def _check_text(text: object, where: str) -> str:
 
 def parse(text: str, *, strict: bool = False, where: str = "expression") -> Node:
     """Parse prefix text into an AST; raises ``ParseError`` (and nothing else) on bad input."""
-    parser = _Parser(_check_text(text, where), where)
-    return parser.document(strict)
+    text = _check_text(text, where)
+    if len(text) > MAX_TEXT:
+        raise ParseError(f"an expression may be at most {MAX_TEXT:,} characters, got "
+                         f"{len(text):,}", column=1, text="", where=where)
+    try:
+        return _Parser(text, where).document(strict)
+    except RecursionError:
+        raise ParseError("nested too deeply", column=1, text="", where=where) from None
 
 
 def parse_number(text: str, *, where: str = "number") -> NumTerm:

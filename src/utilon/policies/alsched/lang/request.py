@@ -133,7 +133,11 @@ class Request:
         if "expr" not in obj:
             raise SpecError("a request needs 'expr'", where=where,
                             fix="add expr: with the utility expression")
-        expr = from_obj(obj["expr"], f"{where}.expr")
+        try:
+            expr = from_obj(obj["expr"], f"{where}.expr")
+        except RecursionError:
+            raise SpecError("the expression is nested too deeply", where=f"{where}.expr",
+                            fix="a placement preference nests a few levels") from None
         classes = _named(obj.get("classes"), f"{where}.classes")
         each = _named(obj.get("each"), f"{where}.each")
         _check_names(classes, each, where)
