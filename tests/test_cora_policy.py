@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from builders import make_cluster, make_job
+from builders import make_cluster, make_job, single_stage_job
 from utilon.cli import app
 from utilon.core.snapshot import ClusterSnapshot
+from utilon.model import Resources
 from utilon.model.utility import Sigmoid
 from utilon.policies import make_policy, policy_names
 from utilon.policies.cora.exact import slots_needed
@@ -201,3 +202,88 @@ def test_vectorised_sigmoid_table_equals_the_utility() -> None:
     table = _utility_table(views, times)
     for i, v in enumerate(views):
         assert table[i] == pytest.approx(v.utility.values(times[i]), abs=0, rel=1e-15)
+
+
+# ------------------------------------------------------------------ plan vs execution
+def test_the_plan_error_of_an_exactly_planned_job_is_zero() -> None:
+    """One slot, a job of two 10 s tasks: at its last decision (t = 10) CORA plans it to end
+    with slot 0, at 20 s, and it does; the report says so."""
+    cluster = make_cluster(1, slots=1, cpu=1, mem=1)
+    job = make_job("a", submit=0, maps=2, reduces=0, dur=10, deadline=100)
+    policy = Cora()
+    res = Simulation(cluster, [job], policy).run()
+    assert res.core.jobs["a"].finish == pytest.approx(20.0)
+    assert policy.plan_log == [("a", 20.0, 20.0, 10.0)]
+    err = policy.report()["plan_error"]
+    assert err["jobs"] == 1 and err["median_abs_s"] == 0.0 and err["within_one_slot"] == 1.0
+
+
+def test_the_plan_error_is_in_the_summary_for_every_job() -> None:
+    wl = load_workload(EXAMPLES / "capacity-changes.yaml")
+    out = run_policy(wl, "cora")
+    err = out.summary["policy_report"]["plan_error"]
+    assert err["jobs"] == out.summary["finished"] > 0
+    assert err["median_abs_slots"] >= 0 and 0 <= err["late_share"] <= 1
+    again = run_policy(wl, "cora").summary["policy_report"]
+    assert again == out.summary["policy_report"]  # deterministic: no wall-clock inside
+
+
+def test_running_tasks_report_their_elapsed_work() -> None:
+    """StageView.elapsed(now): seconds the running tasks have run, from a cached sum."""
+    cluster = make_cluster(1, slots=2, cpu=2, mem=2)
+    job = single_stage_job("a", [(10.0, Resources(slots=1)), (20.0, Resources(slots=1)),
+                                 (30.0, Resources(slots=1))])
+    seen: list[ClusterSnapshot] = []
+    Simulation(cluster, [job], Cora(), on_decision=lambda now, s, d: seen.append(s)).run()
+    at10 = next(s for s in seen if s.now == 10.0)  # the 10 s task ended; the 20 s one runs
+    stage = at10.jobs[0].stages[0]
+    assert stage.running == 1 and stage.elapsed(10.0) == 10.0 and stage.elapsed(14.0) == 14.0
+
+
+def test_steep_slots_bound_the_fall_of_a_sigmoid_inside_one_slot() -> None:
+    from utilon.policies.cora.policy import _slot_length
+
+    cluster = make_cluster(1, slots=4, cpu=4, mem=4)
+    job = make_job("a", submit=0, maps=4, reduces=0, dur=60, deadline=100)
+    steep = Sigmoid(2.0, 0.1, 100.0)  # falls at most p mu / 4 = 0.05 per second
+    job = job.__class__(job.id, job.submit, job.stages, utility=steep)
+    seen: list[ClusterSnapshot] = []
+    Simulation(cluster, [job], Cora(), on_decision=lambda now, s, d: seen.append(s)).run()
+    jobs = list(seen[0].jobs)
+    assert _slot_length(jobs, 0.0, 0.0) == 60.0  # one task wave
+    assert _slot_length(jobs, 0.0, 0.25) == pytest.approx(10.0)  # 4 x 0.25 / 0.1
+    assert _slot_length(jobs, 30.0, 0.25) == 30.0  # an explicit slot wins
+    with pytest.raises(ValueError, match="steep"):
+        Cora(steep=1.0)
+
+
+def test_front_loaded_grants_keep_the_order_and_drop_the_counts() -> None:
+    cluster = make_cluster(2, slots=4, cpu=4, mem=16)
+    jobs = [make_job("a", submit=0, maps=10, reduces=2, dur=10, deadline=60),
+            make_job("b", submit=0, maps=3, reduces=0, dur=10, deadline=200)]
+    seen: list[ClusterSnapshot] = []
+    Simulation(cluster, jobs, Cora(), on_decision=lambda now, s, d: seen.append(s)).run()
+    slotted = slotted_instance(seen[0])
+    assert slotted is not None
+    sol = Cora().solve(slotted.instance)
+    counted, front = grants_from(slotted, sol), grants_from(slotted, sol, front_load=True)
+    assert [g.job for g in front] == [g.job for g in counted]
+    assert all(g.slots is None for g in front)
+
+
+def test_calibration_knobs_of_the_table1_workload() -> None:
+    """`standalone` and `mu_unit` change only what they say: targets become multiples of a
+    benchmarked runtime, decay factors change unit; the default is today's reproduction."""
+    mix = {"critical": 0.2, "sensitive": 0.6, "insensitive": 0.2}
+    today = R.cora_workload(12, mix, 4)
+    also = R.cora_workload(12, mix, 4, standalone="bound", mu_unit=60.0, scale=1.0)
+    assert [j.utility for j in today.jobs] == [j.utility for j in also.jobs]
+    per_s = R.cora_workload(12, mix, 4, standalone="template", mu_unit=1.0)
+    bench = R.template_standalone()
+    for a, b in zip(today.jobs, per_s.jobs, strict=True):
+        assert a.stages == b.stages and a.submit == b.submit
+        assert b.utility.mu == pytest.approx(60 * a.utility.mu, rel=1e-6)
+        ratio = (b.utility.d - b.submit) / bench[b.id.split("-", 1)[1]]
+        assert ratio > 0.5  # N(1.25, 0.1) x active jobs, over the template's benchmark
+    with pytest.raises(ValueError, match="standalone"):
+        R.cora_workload(4, mix, 1, standalone="nope")

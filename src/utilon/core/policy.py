@@ -56,6 +56,10 @@ class Policy(ABC):
         core's own check (``core.feasibility``)."""
         return None
 
+    def job_finished(self, job_id: str, now: float) -> None:  # noqa: B027 - optional hook
+        """Called by the core when a job's last task completes, before any decision at
+        ``now``: a policy that predicts completions compares its plan with reality here."""
+
     def report(self) -> dict[str, Any]:
         """Policy-specific measurements for ``summary.json`` (``policy_report``); none by
         default.  Must be deterministic: wall-clock timings belong in ``timing``."""

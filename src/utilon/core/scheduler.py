@@ -305,6 +305,7 @@ class SchedulerCore(Dispatcher):
             check_move(f"task {ref}", st.states[ref[2]], _DONE)
         st.states[ref[2]] = _DONE
         st.running -= 1
+        st.started_sum = st.started_sum - run[1] if st.running else 0.0
         st.done += 1
         m = self.machines[run[0]]
         if self.online:  # the stage's estimate becomes the mean of what was measured
@@ -325,6 +326,7 @@ class SchedulerCore(Dispatcher):
                 job.finish = self.now
                 del self.active[job.id]
                 triggers.add(Trigger.JOB_FINISHED)
+                self.policy.job_finished(job.id, self.now)
 
     def _unlock(self, job: JobRT, st: StageRT) -> None:
         st.deps_left -= 1
@@ -452,6 +454,7 @@ class SchedulerCore(Dispatcher):
         job.n_ready -= 1
         ref = TaskRef(job.id, st.index, idx)
         now = self.now
+        st.started_sum += now
         job.running[ref] = (m.index, now)
         v = st.vectors[idx]
         m.free = list(map(sub, m.free, v))
@@ -510,6 +513,7 @@ class SchedulerCore(Dispatcher):
         check_move(f"task {ref}", st.states[ref[2]], _READY)
         st.states[ref[2]] = _READY
         st.running -= 1
+        st.started_sum = st.started_sum - start if st.running else 0.0
         st.ready.appendleft(ref[2])
         job.n_ready += 1
         m = self.machines[mi]
@@ -576,6 +580,7 @@ class SchedulerCore(Dispatcher):
                     demand=st.stage.tasks[head].demand,
                     slot_size=size if size > 0 else 1.0, gang=st.gang,
                     request=st.stage.request,
+                    started_sum=st.started_sum,
                 ))
             job = j.job
             j.view = JobView(job.id, job.tenant, job.submit, job.weight, job.priority,

@@ -55,6 +55,13 @@ class StageView(NamedTuple):
     slot_size: float  # that demand in the cluster's slot resource (at least a tiny epsilon)
     gang: bool
     request: object = None  # alsched's placement utility for the stage (model.job.Stage)
+    started_sum: float = 0.0
+    """Sum of the running tasks' start times: they have run ``running * now - started_sum``
+    seconds in all (a sum, so that a cached view stays valid as time passes)."""
+
+    def elapsed(self, now: float) -> float:
+        """Seconds the stage's running tasks have run so far, summed."""
+        return max(0.0, self.running * now - self.started_sum)
 
     @property
     def remaining(self) -> int:

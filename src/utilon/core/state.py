@@ -18,8 +18,8 @@ FIT_EPS = 1e-9
 
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
-                 "locked", "observed", "observed_sum", "ready", "running", "stage", "states",
-                 "total", "vectors")
+                 "locked", "observed", "observed_sum", "ready", "running", "stage", "started_sum",
+                 "states", "total", "vectors")
 
     def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]]) -> None:
         self.index = index
@@ -35,6 +35,7 @@ class StageRT:
         self.locked = self.deps_left > 0
         self.dependents: list[int] = []
         self.running = 0
+        self.started_sum = 0.0  # sum of the running tasks' start times (elapsed work, O(1))
         self.done = 0
         if self.locked:
             self.states = [TaskState.WAITING] * self.total

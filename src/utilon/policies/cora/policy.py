@@ -40,6 +40,7 @@ import math
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -63,24 +64,79 @@ class Slotted:
     earliest: np.ndarray  # E_i: no job finishes before its stages have run in sequence
     unit: float = 1.0  # one container in the slot resource (``container_size``)
 
+    def planned_finish(self, i: int, slot: int) -> float:
+        """When job i finishes if it completes in ``slot``: the slot's end, or its earliest
+        possible finish when that is later (the time its utility is evaluated at)."""
+        return max(self.now + self.slot * (slot + 1), float(self.earliest[i]))
+
     def value(self, i: int, slot: int) -> float:
         """Job i's utility when it finishes in ``slot`` (which may lie beyond |T|)."""
-        end = self.now + self.slot * (slot + 1)
-        return float(self.jobs[i].utility.value(max(end, float(self.earliest[i]))))
+        return float(self.jobs[i].utility.value(self.planned_finish(i, slot)))
 
 
-def _slot_length(jobs: list[JobView], slot: float) -> float:
+def _slot_length(jobs: list[JobView], slot: float, steep: float) -> float:
     if slot > 0:
         return slot
     durs = [s.expected_duration for j in jobs for s in j.stages if s.ready or s.running]
     if not durs:
         durs = [s.expected_duration for j in jobs for s in j.stages if s.remaining]
-    return max(1.0, float(np.median(durs))) if durs else 1.0
+    L = max(1.0, float(np.median(durs))) if durs else 1.0
+    if steep > 0:
+        L = min(L, max(1.0, _steepest_slot(jobs, steep)))
+    return L
+
+
+def _steepest_slot(jobs: list[JobView], fall: float) -> float:
+    """The longest slot inside which no job's utility falls by more than ``fall`` of its
+    range: a sigmoid p / (1 + e^(mu (t - d))) falls at most p mu / 4 per second, so a slot of
+    4 fall / mu; a linear utility of slope s from value p, fall p / s."""
+    best = math.inf
+    for j in jobs:
+        u = j.utility
+        if type(u) is Sigmoid:
+            if u.mu > 0:
+                best = min(best, 4.0 * fall / u.mu)
+            continue
+        slope = getattr(u, "slope", 0.0)
+        value = getattr(u, "value", None)
+        if isinstance(slope, float) and slope > 0 and isinstance(value, float) and value > 0:
+            best = min(best, fall * value / slope)
+    return best
+
+
+def _remaining(j: JobView, now: float, elapsed: bool) -> tuple[float, float, float]:
+    """Job ``j``'s remaining work in slot-resource seconds, the containers it could hold at
+    once, and the earliest time it could finish (its stages one after another).  With
+    ``elapsed``, running tasks count only the part of their expected duration not yet run;
+    without it they count whole (the snapshot's pessimistic bound)."""
+    work = par = 0.0
+    earliest = now
+    for s in j.stages:
+        left = s.total - s.done
+        if not left:
+            continue
+        d = s.expected_duration
+        par += left * s.slot_size
+        if elapsed and s.running:
+            ran = min(s.elapsed(now), s.running * d)
+            work += (left * d - ran) * s.slot_size
+            if left == s.running:  # only running tasks left: the mean of what they lack
+                earliest += d - ran / s.running
+                continue
+        else:
+            work += left * d * s.slot_size
+        earliest += d
+    return work, par, earliest
 
 
 def slotted_instance(snapshot: ClusterSnapshot, *, slot: float = 0.0, spare: float = 1.0,
-                     max_slots: int = 120) -> Slotted | None:
-    """The active jobs with work left as a slotted instance (None when there is none)."""
+                     max_slots: int = 120, steep: float = 0.0,
+                     elapsed: bool = False) -> Slotted | None:
+    """The active jobs with work left as a slotted instance (None when there is none).
+
+    ``steep`` > 0 shortens an automatic slot so that no utility falls by more than that
+    fraction of its range inside one slot; ``elapsed`` counts running tasks by what they
+    have left."""
     jobs = [j for j in snapshot.jobs if j.remaining > 0]
     if not jobs:
         return None
@@ -88,27 +144,24 @@ def slotted_instance(snapshot: ClusterSnapshot, *, slot: float = 0.0, spare: flo
     capacity = math.floor(snapshot.total_slots / q + 1e-9)
     if capacity <= 0:
         return None
-    L = _slot_length(jobs, slot)
-    work = np.array([sum(s.remaining * s.expected_duration * s.slot_size for s in j.stages)
-                     for j in jobs]) / q
+    L = _slot_length(jobs, slot, steep)
+    now = snapshot.now
+    rem = np.array([_remaining(j, now, elapsed) for j in jobs], dtype=float)
+    work, par, earliest = rem[:, 0] / q, rem[:, 1] / q, rem[:, 2]
     demand = np.maximum(1, np.ceil(work / L - 1e-9)).astype(np.int64)
-    cap = np.array([max(1, math.ceil(sum(s.remaining * s.slot_size for s in j.stages) / q
-                                     - 1e-9)) for j in jobs], dtype=np.int64)
-    cap = np.minimum(cap, capacity)
+    cap = np.minimum(np.maximum(1, np.ceil(par - 1e-9)).astype(np.int64), capacity)
     need = slots_needed(np.array([capacity]), demand[:, None], cap[:, None])
     T = max(need, min(max_slots, math.ceil(need * (1.0 + spare))))
-    ends = snapshot.now + L * np.arange(1, T + 1)
+    ends = now + L * np.arange(1, T + 1)
     # a job cannot finish before its stages have run one after another (maps, then reduces):
     # finishing "in" an earlier slot is worth what finishing at that bound is
-    earliest = [snapshot.now + sum(s.expected_duration for s in j.stages if s.remaining)
-                for j in jobs]
-    times = np.maximum(ends[None, :], np.asarray(earliest)[:, None])
+    times = np.maximum(ends[None, :], earliest[:, None])
     utility = _utility_table(jobs, times)
     # non-increasing by construction; clip float noise so the instance validates
     utility = np.minimum.accumulate(utility, axis=1)
     inst = CoraInstance(capacity=np.full((1, T), capacity, dtype=np.int64),
                         demand=demand[:, None], utility=utility, cap=cap[:, None])
-    return Slotted(inst, tuple(jobs), L, snapshot.now, np.asarray(earliest, dtype=float), q)
+    return Slotted(inst, tuple(jobs), L, now, earliest, q)
 
 
 def container_size(jobs: list[JobView]) -> float:
@@ -136,8 +189,10 @@ def _utility_table(jobs: list[JobView], times: np.ndarray) -> np.ndarray:
     return out
 
 
-def grants_from(slotted: Slotted, sol: CoraSolution) -> tuple[Grant, ...]:
-    """First slot's containers as task grants, earliest planned completion first."""
+def grants_from(slotted: Slotted, sol: CoraSolution, front_load: bool = False
+                ) -> tuple[Grant, ...]:
+    """First slot's containers as task grants, earliest planned completion first (with
+    ``front_load``, the order alone: no job is held to its first-slot count)."""
     first = sol.allocation[:, :, 0].sum(axis=1)
     order = sorted(range(len(slotted.jobs)),
                    key=lambda i: (int(sol.completion[i]), -float(sol.utility[i]), i))
@@ -145,7 +200,9 @@ def grants_from(slotted: Slotted, sol: CoraSolution) -> tuple[Grant, ...]:
     for i in order:
         j = slotted.jobs[i]
         tasks = math.ceil(first[i] * slotted.unit / max(j.slot_size, 1e-9) - 1e-9)
-        grants.append(Grant(j.id, slots=int(tasks)))
+        # front-loaded: every job in planned-completion order takes what it can, so that a
+        # job finishes as early as the plan allows instead of exactly in its planned slot
+        grants.append(Grant(j.id) if front_load else Grant(j.id, slots=int(tasks)))
     return tuple(grants)
 
 
@@ -155,20 +212,29 @@ class _CoraBase(Policy):
     triggers = EVENT_TRIGGERS | {Trigger.TASK_FINISHED}  # the paper's three events, and more
 
     def __init__(self, slot: float = 0.0, spare: float = 1.0, max_slots: int = 120,
-                 backfill: bool = True, node_limit: int = 20_000) -> None:
+                 backfill: bool = True, node_limit: int = 20_000, steep: float = 0.0,
+                 elapsed: bool = False, front_load: bool = False) -> None:
         if slot < 0:
             raise ValueError("slot must be >= 0 (0: automatic)")
         if spare < 0:
             raise ValueError("spare must be >= 0")
         if max_slots < 1:
             raise ValueError("max_slots must be >= 1")
+        if not 0 <= steep < 1:
+            raise ValueError("steep must be in [0, 1) (0: slots of one task wave)")
         self.slot = slot
         self.spare = spare
         self.max_slots = max_slots
         self.backfill = backfill
         self.node_limit = node_limit
+        self.steep = steep
+        self.elapsed = elapsed
+        self.front_load = front_load
         self.inexact = 0  # decisions where the branch and bound hit node_limit
         self.last: tuple[Slotted, CoraSolution] | None = None  # for per-event analysis
+        # plan vs execution: job -> (planned completion at the last decision, slot length)
+        self._planned: dict[str, tuple[float, float]] = {}
+        self.plan_log: list[tuple[str, float, float, float]] = []  # job, planned, real, L
 
     @abstractmethod
     def solve(self, inst: CoraInstance) -> CoraSolution:
@@ -176,15 +242,48 @@ class _CoraBase(Policy):
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         slotted = slotted_instance(snapshot, slot=self.slot, spare=self.spare,
-                                   max_slots=self.max_slots)
+                                   max_slots=self.max_slots, steep=self.steep,
+                                   elapsed=self.elapsed)
         if slotted is None:
             return Decision(backfill=self.backfill)
         t0 = time.perf_counter()
         sol = self.solve(slotted.instance)
         took = time.perf_counter() - t0
         self.last = (slotted, sol)
-        return Decision(grants=grants_from(slotted, sol), backfill=self.backfill,
+        for i, j in enumerate(slotted.jobs):
+            self._planned[j.id] = (slotted.planned_finish(i, int(sol.completion[i])),
+                                   slotted.slot)
+        return Decision(grants=grants_from(slotted, sol, self.front_load),
+                        backfill=self.backfill,
                         solver_seconds=took)
+
+
+    def job_finished(self, job_id: str, now: float) -> None:
+        plan = self._planned.pop(job_id, None)
+        if plan is not None:
+            self.plan_log.append((job_id, plan[0], now, plan[1]))
+
+    def report(self) -> dict[str, Any]:
+        """The plan-vs-execution gap: for every finished job, realised completion minus the
+        completion its last plan gave it, in seconds and in slots of that plan."""
+        if not self.plan_log:
+            return {"plan_error": {"jobs": 0}, "inexact_decisions": self.inexact}
+        err = np.array([real - planned for _, planned, real, _ in self.plan_log])
+        slots = np.array([e / L for e, (_, _, _, L) in zip(err, self.plan_log, strict=True)])
+        q = np.abs(slots)
+        return {
+            "plan_error": {
+                "jobs": len(err),
+                "median_abs_s": round(float(np.median(np.abs(err))), 3),
+                "p90_abs_s": round(float(np.quantile(np.abs(err), 0.9)), 3),
+                "mean_s": round(float(err.mean()), 3),
+                "median_abs_slots": round(float(np.median(q)), 4),
+                "p90_abs_slots": round(float(np.quantile(q, 0.9)), 4),
+                "within_one_slot": round(float(np.mean(q <= 1.0)), 4),
+                "late_share": round(float(np.mean(err > 1e-9)), 4),
+            },
+            "inexact_decisions": self.inexact,
+        }
 
 
 @register
