@@ -111,7 +111,7 @@ def test_the_template_itself_loads(tmp_path: Path) -> None:
     assert len(load_workload(f).jobs) == 4
 
 
-@fuzz_settings()
+@fuzz_settings(deadline_s=15.0)  # a valid 100,000-machine cluster takes seconds to build
 @given(edits=st.lists(st.tuples(st.sampled_from(PATHS), ODD_VALUES), min_size=1, max_size=3))
 def test_near_valid_scenarios(tmp_path_factory: pytest.TempPathFactory,
                               edits: list[tuple[tuple[Any, ...], Any]]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,24 @@ ODD = st.one_of(
 )
 
 
+FUZZ_MAX_TASKS = "50000"
+"""The task limit while fuzzing: a fuzzed SLS `count` of 622,523 copies is valid but takes
+seconds to build; a lower limit keeps every input fast and exercises the limit's own path."""
+
+
 def _import(kind: str, f: Path, max_bad: float) -> None:
+    before = os.environ.get("UTILON_MAX_TASKS")
+    os.environ["UTILON_MAX_TASKS"] = FUZZ_MAX_TASKS
     try:
         res = import_trace(kind, f, max_bad=max_bad, seed=1)
     except UtilonError as e:
         assert_clean_error(e, f.name)
         return
+    finally:
+        if before is None:
+            del os.environ["UTILON_MAX_TASKS"]
+        else:
+            os.environ["UTILON_MAX_TASKS"] = before
     if "workload" in res.document:
         doc = json.loads(json.dumps(res.document))
         build_workload(parse_scenario(doc, f.name))  # what `utilon simulate` will do

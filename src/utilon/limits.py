@@ -20,6 +20,9 @@ MAX_COUNT = 1_000_000
 """Most tasks in one stage, jobs drawn from one generator, or items in one list of an
 instance."""
 
+MAX_MACHINES = 100_000
+"""Most machines in one group of a cluster (the largest public traces have about 12,000)."""
+
 
 def max_tasks() -> int:
     """Most tasks one scenario or instance may expand to (``UTILON_MAX_TASKS``, default

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from utilon.jobs.specs import RunSpec
-from utilon.limits import MAX_COUNT, MAX_SECONDS
+from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS
 
 AttrValue = str | int | float | bool
 
@@ -244,7 +244,7 @@ class WorkloadSpec(_Strict):
 # -- cluster ---------------------------------------------------------------------------------
 class MachineGroupSpec(_Strict):
     id: str = Field(min_length=1, description="machine id, or id prefix when count > 1")
-    count: int = Field(1, ge=1, le=MAX_COUNT)
+    count: int = Field(1, ge=1, le=MAX_MACHINES)
     capacity: dict[str, float] = Field(min_length=1)
     attributes: dict[str, AttrValue] = Field(default_factory=dict)
     price: float = Field(0.0, ge=0, description="cost per machine-hour")

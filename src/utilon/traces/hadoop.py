@@ -77,7 +77,7 @@ from pydantic import (
     model_validator,
 )
 
-from utilon.limits import MAX_COUNT, MAX_SECONDS, max_tasks
+from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS, max_tasks
 from utilon.traces.base import (
     Common,
     Importer,
@@ -316,6 +316,7 @@ class SlsImporter(Importer):
         nodes: int | None = None
         am_types: Counter[str] = Counter()
         index = 0  # zero-based job index: SLS's default job id
+        tasks, limit = 0, max_tasks()
 
         for line, value in _json_stream(path, log):
             for obj in (value if isinstance(value, list) else [value]):
@@ -325,6 +326,10 @@ class SlsImporter(Importer):
                     except ValueError:
                         raise TraceError("num.nodes is not a number",
                                          where=f"{path}:{line}") from None
+                    if nodes is not None and not 0 < nodes <= MAX_MACHINES:
+                        raise TraceError(f"num.nodes must be in 1..{MAX_MACHINES:,}",
+                                         where=f"{path}:{line}",
+                                         fix="give the cluster's node count") from None
                     continue
                 log.row()
                 try:
@@ -358,6 +363,12 @@ class SlsImporter(Importer):
                 except _Bad as e:
                     log.bad(line, str(e))
                     continue
+                tasks += n * sum(len(st["durations"]) for st in stages)
+                if tasks > limit:
+                    raise TraceError(f"the trace expands to more than {limit:,} tasks",
+                                     where=f"{path}:{line}", fix="import a window of it "
+                                     "(--start/--duration), or raise UTILON_MAX_TASKS if "
+                                     "this machine has the memory")
                 index += n
                 seen.update(ids)
                 am_types[str(obj.get("am.type", "mapreduce"))] += 1
@@ -527,7 +538,7 @@ class _Workload(_M):
 
 class _Trace(_M):
     description: str = ""
-    num_nodes: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    num_nodes: int | None = Field(default=None, ge=1, le=MAX_MACHINES)
     nodes_per_rack: int | None = None
     num_jobs: int = Field(ge=1, le=MAX_COUNT)
     rand_seed: int | None = None
