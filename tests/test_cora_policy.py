@@ -111,7 +111,10 @@ def test_solve_cli_edf_trap() -> None:
 
 @pytest.mark.parametrize(("doc", "message"), [
     ({"slots": 2, "capacity": 1, "jobs": [{"id": "a", "demand": 5, "utility": [1, 0.5]}]},
-     "slots: the 1 jobs cannot all finish"),
+     "jobs[0].demand: demands 5 units but the 2 slots can give it at most 2"),
+    ({"slots": 2, "capacity": 1, "jobs": [{"id": "a", "demand": 2, "utility": [1, 0.5]},
+                                          {"id": "b", "demand": 2, "utility": [1, 0.5]}]},
+     "slots: the 2 jobs cannot all finish"),
     ({"slots": 2, "capacity": 1, "jobs": [{"id": "a", "demand": 1, "utility": [1, 2]}]},
      "jobs[0].utility: increases"),
     ({"slots": 2, "capacity": 1, "jobs": [{"id": "a", "demand": 1, "utility": [1]}]},

@@ -121,6 +121,7 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
         loc = f"{where}cluster.capacity[{ei}].machines"
         patterns = [ev.machines] if isinstance(ev.machines, str) else ev.machines
         chosen: list[str] = []
+        seen: set[str] = set()  # a list membership test here was quadratic in machines
         for pat in patterns:
             if pat == "all":
                 hits = all_ids
@@ -131,7 +132,10 @@ def build_cluster(spec: ClusterSpec, where: str = "") -> Cluster:
             if not hits:
                 raise ScenarioError(f"{pat!r} matches no machine", where=loc,
                                     fix="use machine ids, a glob like 'small-*', or 'all'")
-            chosen.extend(h for h in hits if h not in chosen)
+            for h in hits:
+                if h not in seen:
+                    seen.add(h)
+                    chosen.append(h)
         for mid in chosen:
             changes.append(_Sourced(ei, CapacityChange(ev.at, mid, CapacityAction(ev.action),
                                                        ev.factor)))

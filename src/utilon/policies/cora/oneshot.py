@@ -104,6 +104,9 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
     if isinstance(cap_in, int):
         cap = np.full((nres, T), cap_in, dtype=np.int64)
     elif cap_in and isinstance(cap_in[0], list):
+        if any(not isinstance(row, list) or len(row) != T for row in cap_in):
+            raise _error(f"{where}: capacity", f"per-slot rows must have {T} values",
+                         fix="give one row of `slots` values per resource")
         cap = np.asarray(cap_in, dtype=np.int64)
         if cap.ndim != 2 or cap.shape[1] != T:
             raise _error(f"{where}: capacity", f"per-slot rows must have {T} values",
@@ -135,6 +138,13 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
                 raise _error(f"{loc}.cap", f"{len(c_list)} value(s) for {nres} resource(s)",
                              fix="give one cap per resource, or one number")
             pcap[i] = c_list
+        most = np.minimum(cap, pcap[i][:, None]).sum(axis=1) if pcap is not None \
+            else cap.sum(axis=1)
+        if (demand[i] > most).any():
+            r = int(np.argmax(demand[i] > most))
+            raise _error(f"{loc}.demand", f"demands {int(demand[i][r])} units but the "
+                         f"{T} slots can give it at most {int(most[r])}",
+                         fix="give more slots (or more capacity), or a smaller demand")
         u = _values(j.utility, T)
         if u.shape != (T,):
             raise _error(f"{loc}.utility", f"{len(u)} value(s) for {T} slots",
