@@ -25,9 +25,9 @@ from typer.testing import CliRunner
 from fuzzing import assert_clean_error, fuzz_settings
 from utilon.cli.app import app
 from utilon.errors import UtilonError
-from utilon.scenario.build import build_workload
-from utilon.scenario.load import parse_scenario
-from utilon.traces.api import import_trace
+from utilon.scenario.build import build_cluster
+from utilon.scenario.load import load_workload, parse_scenario, with_capacity_file
+from utilon.traces.api import ImportResult, import_trace, write_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOGLE_CAP = ('{"time":"%s","machine_id":"%s","type":"%s","switch_id":"s",'
@@ -57,11 +57,21 @@ LINES: dict[str, tuple[str, list[list[str]], str]] = {
 ODD = st.one_of(
     st.sampled_from(["1e23", "100000000000000000000000", "9.2e18", "9223372036854775808",
                      "-1", "0", "nan", "NaN", "inf", "-inf", "", " ", "x", "1e999", "0x10",
-                     "1_000", "\x00", "é", '"', "{", "}", ":", ",", "\t"]),
+                     "1_000", "\x00", "é", '"', "{", "}", ":", ",", "\t",
+                     # well-formed but at or past utilon's limits (limits.MAX_SECONDS, ...)
+                     "999999999", "1000000001", "1000000000000", str(10**17), str(10**18),
+                     str(10**18 + 1), "1e-300", "1e300", "5e-7", "1000.5",
+                     "9999-12-31 23:59:59", "0001-01-01 00:00:00", "2016-07-01 00:00:00"]),
     st.integers(min_value=-(10**30), max_value=10**30).map(str),
     st.floats().map(repr),
     st.text(max_size=12),
 )
+
+
+TINY = {"name": "tiny", "cluster": {"machines": [{"id": "m", "capacity": {"slots": 1}}]},
+        "workload": {"jobs": [{"id": "j", "submit": 0, "utility": {"kind": "constant"},
+                               "stages": [{"name": "s", "tasks": 1, "duration": 1}]}]}}
+"""A scenario whose cluster an imported cluster file replaces (``--capacity``)."""
 
 
 FUZZ_MAX_TASKS = "50000"
@@ -82,9 +92,18 @@ def _import(kind: str, f: Path, max_bad: float) -> None:
             del os.environ["UTILON_MAX_TASKS"]
         else:
             os.environ["UTILON_MAX_TASKS"] = before
-    if "workload" in res.document:
-        doc = json.loads(json.dumps(res.document))
-        build_workload(parse_scenario(doc, f.name))  # what `utilon simulate` will do
+    _written_loads(res, f)
+
+
+def _written_loads(res: ImportResult, f: Path) -> None:
+    """The imported document, written as ``utilon trace import`` writes it, loads the way
+    ``utilon simulate SCENARIO`` (or ``--capacity CLUSTER``) reads it."""
+    out = write_scenario(res, f.with_suffix(".imported.yaml"))
+    if res.is_scenario:
+        load_workload(out)
+    else:
+        spec = with_capacity_file(parse_scenario(TINY, "tiny"), out)
+        build_cluster(spec.cluster, f"{out}: ")
 
 
 def _google_lines(rows: list[list[str]]) -> list[str]:
@@ -235,3 +254,93 @@ def test_an_endless_line_is_refused_without_reading_it_all(tmp_path: Path,
     with pytest.raises(UtilonError) as ei:
         import_trace("swim", f)
     assert_clean_error(ei.value, "long.tsv:1", "longer than")
+
+
+# -- importer options (--set KEY=VALUE) with extreme values -----------------------------------
+NUMERIC_OPTIONS = {
+    "swim": ["block_size", "max_maps", "map_rate", "reduce_bytes", "max_reduces",
+             "reduce_rate", "task_overhead", "slots_per_machine", "machines"],
+    "coflow-fb2010": ["maps_per_rack", "input_ratio", "map_rate", "reduce_rate",
+                      "reduce_bytes", "max_reduces_per_rack", "task_overhead",
+                      "slots_per_machine"],
+    "google-2019-machines": ["default_duration", "default_machines", "slots_per_unit"],
+    "solar": ["brown", "normalise", "slots", "cpu", "min_change"],
+}
+EXTREME = st.sampled_from([1e-300, 1e-9, 1e-3, 0.5, 1, 3, 1e6, 1e9, 1e12, 1e18, 1e300, 10**30,
+                           -1, 0, "1e400", "x"])
+
+
+@pytest.mark.parametrize("kind", sorted(NUMERIC_OPTIONS))
+@fuzz_settings(60)
+@given(data=st.data())
+def test_extreme_options(tmp_path_factory: pytest.TempPathFactory, kind: str,
+                         data: st.DataObject) -> None:
+    if kind == "google-2019-machines":
+        text = "\n".join(_google_lines(GOOGLE_ROWS)) + "\n"
+    else:
+        header, rows, sep = LINES[kind]
+        text = "\n".join(([header] if header else []) + [sep.join(r) for r in rows]) + "\n"
+    f = tmp_path_factory.mktemp(kind) / f"{kind}-options.txt"
+    f.write_text(text, encoding="utf-8")
+    names = data.draw(st.lists(st.sampled_from(NUMERIC_OPTIONS[kind]), min_size=1, max_size=3,
+                               unique=True))
+    options = {n: data.draw(EXTREME) for n in names}
+    try:
+        res = import_trace(kind, f, options=options, seed=1, max_bad=1.0)
+    except UtilonError as e:
+        assert_clean_error(e)
+        return
+    _written_loads(res, f)
+
+
+# -- the derived values of one row are bounded too: such a row is malformed, not a bad scenario
+def _cli(*args: str) -> tuple[int, list[str]]:
+    res = CliRunner().invoke(app, ["trace", "import", *args])
+    errs = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert "Traceback" not in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res.exit_code, errs
+
+
+@pytest.mark.parametrize(("kind", "text", "bad_line"), [
+    # a swim job of 1 EB on one machine: its deadline would be decades after its submit
+    ("swim", "job0\t9\t9\t1762\t0\t14347\njob1\t18\t9\t970\t609\t697\n"
+             f"job2\t20\t2\t{10**18}\t{10**18}\t{10**18}\n", 3),
+    ("coflow-fb2010", "150 3\n1 0 1 22 1 65:1.0\n2 10833 2 104 132 1 140:1e300\n"
+                      "3 20000 1 5 2 7:3.0 9:1.5\n", 3),
+    ("solar", "measured_on,ac_power\n2016-07-01 00:00:00,100\n2016-07-01 01:00:00,50\n"
+              "9999-12-31 00:00:00,200\n", 4),
+    ("google-2019-machines", "\n".join([*_google_lines(GOOGLE_ROWS),
+                                        GOOGLE_CAP % ("7300000000", "1", "3", "1e300", "1")])
+     + "\n", 5),
+    ("google-2019-machines", "\n".join([*_google_lines(GOOGLE_ROWS),
+                                        GOOGLE_CAP % ("9000000000000000", "1", "3", "1", "1")])
+     + "\n", 5),
+])
+def test_a_row_past_the_limits_is_malformed(tmp_path: Path, kind: str, text: str,
+                                            bad_line: int) -> None:
+    f = tmp_path / "trace.txt"
+    f.write_text(text, encoding="utf-8")
+    extra = ["--machines", "1"] if kind == "swim" else []
+    extra += ["--duration", "1000000000000"] if kind == "google-2019-machines" else []
+    code, errs = _cli(kind, str(f), "--out", str(tmp_path / "o.yaml"), *extra)
+    assert code == 2 and len(errs) == 1, errs
+    assert f"trace.txt:{bad_line}" in errs[0] and "malformed" in errs[0], errs[0]
+    code, errs = _cli(kind, str(f), "--out", str(tmp_path / "o.yaml"), "--max-bad", "0.5",
+                      *extra)
+    assert code == 0 and not errs, errs
+    if kind in ("swim", "coflow-fb2010"):
+        res = CliRunner().invoke(app, ["validate", str(tmp_path / "o.yaml")])
+        assert res.exit_code == 0, res.output
+    else:
+        spec = with_capacity_file(parse_scenario(TINY, "tiny"), tmp_path / "o.yaml")
+        build_cluster(spec.cluster, "o.yaml: ")
+
+
+def test_an_option_that_overflows_the_sizing_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "fb.tsv"
+    f.write_text("\n".join("\t".join(r) for r in LINES["swim"][1]) + "\n", encoding="utf-8")
+    code, errs = _cli("swim", str(f), "--out", str(tmp_path / "o.yaml"),
+                      "--set", "map_rate=1e-300")
+    assert code == 2 and len(errs) == 1, errs
+    assert "fb.tsv" in errs[0], errs[0]

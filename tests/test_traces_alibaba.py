@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -214,9 +213,7 @@ def test_property_windows(tasks_slice: Path, start: float, duration: float,
 
 
 def test_whole_file_imports_with_defaults(shared_data: Path) -> None:
-    t0 = time.perf_counter()
     r = import_trace("alibaba-2017", shared_data / TASKS)
-    took = time.perf_counter() - t0
     s = r.stats
     assert r.log.rows == 80_553
     assert r.log.filtered["status Waiting"] == 8847
@@ -226,7 +223,6 @@ def test_whole_file_imports_with_defaults(shared_data: Path) -> None:
     # no --machines: the proposed cluster is sized for an offered load of 0.7 (memory binds)
     assert s["machines"] > 1313 and max(s["offered_load"].values()) == pytest.approx(0.7, 0.01)
     assert any("offered load" in a for a in r.document["metadata"]["assumed"])
-    assert took < 15, f"whole-file import took {took:.1f} s"
 
 
 # ==================================================================== alibaba-2017-servers
@@ -252,9 +248,7 @@ def valid_timeline(cluster: dict[str, Any]) -> None:
 
 
 def test_servers_whole_file(shared_data: Path) -> None:
-    t0 = time.perf_counter()
     r = import_trace("alibaba-2017-servers", shared_data / SERVERS)
-    assert time.perf_counter() - t0 < 5
     assert not r.is_scenario and set(r.document) == {"metadata", "cluster"}
     c = r.document["cluster"]
     assert len(c["machines"]) == 1313 and r.log.used == r.log.rows == 1352

@@ -66,6 +66,7 @@ from utilon.traces.base import (
     SkipLog,
     TraceError,
     TracePart,
+    job_limit_problem,
     open_lines,
     register,
     standalone,
@@ -210,12 +211,11 @@ class Alibaba2017(Importer):
                 reason = "beyond max_jobs"
             else:
                 kept.append(j)
-                for _ in tasks:
-                    log.use()
                 continue
             for t in tasks:
                 log.filter(t.line, reason)
-        log.finish("task rows")
+        if not kept:
+            log.finish("task rows")  # raises: nothing usable
 
         m_cap = {"cpu": opts.machine_cpu, "mem": opts.machine_mem}
         # Without --machines the API sizes the cluster for an offered load (reading twice);
@@ -250,10 +250,19 @@ class Alibaba2017(Importer):
                 stages.append(st)
                 plain.append({"tasks": t.instances, "duration": dur})
             slots = fit * machines
+            runtime = standalone(stages, slots)
+            problem = job_limit_problem(stages, runtime, common.classes.slack)
+            if problem is not None:  # every row of the job is malformed
+                for t in tasks:
+                    log.bad(t.line, problem)
+                continue
+            for _ in tasks:
+                log.use()
             doc: dict[str, Any] = {"id": f"j{j}", "submit": win.job_time(submit)}
-            doc.update(common.classes.assign(work_of(plain), standalone(stages, slots), rng))
+            doc.update(common.classes.assign(work_of(plain), runtime, rng))
             doc["stages"] = stages
             out.append(doc)
+        log.finish("task rows")
 
         k = opts.max_tasks_per_stage
         prov = Provenance(

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from utilon.limits import MAX_MACHINES
 from utilon.scenario.build import build_cluster, build_workload
 from utilon.scenario.load import parse_scenario, read_scenario
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
@@ -94,7 +95,7 @@ def import_trace(
     sizing = ""
     target = load if load is not None else (DEFAULT_LOAD if cls.sized_by_load else None)
     if part.jobs is not None and machines is None and base is None and target is not None:
-        need = _machines_for_load(part, target)
+        need = _machines_for_load(part, target, p)
         if need is not None:
             common = replace(common, machines=need)
             log = SkipLog(p, max_bad)
@@ -169,7 +170,7 @@ def _read(cls: type[Importer], p: Path, common: Common, opts: Any, log: SkipLog)
                          ) from None
 
 
-def _machines_for_load(part: TracePart, load: float) -> int | None:
+def _machines_for_load(part: TracePart, load: float, path: Path) -> int | None:
     """Machines of the (single-group) proposed cluster for the given offered load."""
     groups = (part.cluster or {}).get("machines", [])
     if len(groups) != 1 or not part.jobs:
@@ -178,7 +179,14 @@ def _machines_for_load(part: TracePart, load: float) -> int | None:
     per_machine = stats.get("offered_load")  # load if the cluster were one machine
     if not per_machine:
         return None
-    return max(1, math.ceil(max(per_machine.values()) / load))
+    need = max(per_machine.values()) / load
+    if not need <= MAX_MACHINES:  # also NaN and infinity
+        raise TraceError(
+            f"an offered load of {load:g} needs {need:.3g} machines, more than "
+            f"{MAX_MACHINES:,}", where=str(path),
+            fix="give --machines, a higher --load, or import less of the trace "
+                "(--start/--duration/--max-jobs)")
+    return max(1, math.ceil(need))
 
 
 def _check_cluster(cluster: dict[str, Any], where: str) -> None:

@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from utilon.errors import UnknownNameError, UtilonError
+from utilon.limits import MAX_SECONDS, finite_seconds
 
 DEFAULT_LOAD = 0.7
 """Offered load a proposed cluster is sized for when neither --machines nor --load is given."""
@@ -292,6 +293,22 @@ def standalone(stages: list[dict[str, Any]], slots: float) -> float:
                 if st["name"] == "reduce" else []
         finish[st["name"]] = max((finish[a] for a in after), default=0.0) + t
     return max(finish.values())
+
+
+def job_limit_problem(stages: list[dict[str, Any]], runtime: float, slack: float
+                      ) -> str | None:
+    """Why a job derived from one row cannot be replayed, or ``None``: a task that would last
+    beyond ``MAX_SECONDS``, or a deadline (``slack`` x standalone ``runtime``) that
+    would fall more than ``MAX_SECONDS`` after its submit time.  Importers count such a row as
+    malformed, so one corrupt line never makes a scenario that fails to load."""
+    for st in stages:
+        durs = st.get("durations") or [st.get("duration", 0.0)]
+        if not all(finite_seconds(float(d)) for d in durs):
+            return f"a {st.get('name', 'task')} task would last beyond {MAX_SECONDS:g} s"
+    if not finite_seconds(slack * runtime):
+        return (f"its deadline ({slack:g} x standalone runtime {runtime:.3g} s) would be "
+                f"beyond {MAX_SECONDS:g} s after submit")
+    return None
 
 
 def work_of(stages: list[dict[str, Any]]) -> float:

@@ -49,6 +49,7 @@ from utilon.traces.base import (
     SkipLog,
     TraceError,
     TracePart,
+    job_limit_problem,
     open_lines,
     register,
     standalone,
@@ -56,6 +57,8 @@ from utilon.traces.base import (
 )
 
 MB = 2**20
+MAX_MB = 10**18 / MB
+"""Most megabytes one reducer rack may shuffle (an exabyte, as for SWIM's byte counts)."""
 
 
 class CoflowOptions(ImporterOptions):
@@ -130,13 +133,18 @@ class CoflowImporter(Importer):
         jobs: list[dict[str, Any]] = []
         stats: dict[str, Any] = {"ports": ports, "header_coflows": declared, "shuffle_mb": 0.0,
                                  "longest_reduce_s": 0.0}
-        for _, (cid, arrival, racks, mbs) in rows:
-            log.use()
+        for n, (cid, arrival, racks, mbs) in rows:
             stages = _stages(racks, mbs, o)
+            runtime = standalone(stages, slots)
+            problem = job_limit_problem(stages, runtime, common.classes.slack)
+            if problem is not None:
+                log.bad(n, problem)
+                continue
+            log.use()
             stats["shuffle_mb"] += sum(mbs)
             stats["longest_reduce_s"] = max(stats["longest_reduce_s"], *stages[1]["durations"])
             job: dict[str, Any] = {"id": cid, "submit": window.job_time(arrival / 1000)}
-            job.update(common.classes.assign(work_of(stages), standalone(stages, slots), rng))
+            job.update(common.classes.assign(work_of(stages), runtime, rng))
             job["stages"] = stages
             jobs.append(job)
         log.finish("coflows")
@@ -199,6 +207,8 @@ def _parse(line: str, ports: int) -> Coflow | str:
             return "a reducer entry is not rack:MB"
         if not (math.isfinite(mbs[-1]) and mbs[-1] >= 0):
             return "shuffle MB is negative or not finite"
+        if mbs[-1] > MAX_MB:
+            return "a reducer's shuffle is beyond 1 EB"
     if not all(0 <= x < ports for x in locs):
         return "rack location outside [0, ports)"
     return f[0], arrival, m, mbs

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
+from utilon.limits import MAX_SECONDS
 from utilon.traces.base import (
     Common,
     Importer,
@@ -51,6 +52,11 @@ from utilon.traces.base import (
 
 TRACE_START_US = 600_000_000  # time origin is 600 s before the trace starts
 AFTER_TRACE = 2**63 - 1  # "happened after the trace window"
+LAST_TIME_US = TRACE_START_US + MAX_SECONDS * 1_000_000  # utilon's time limit, in trace us
+MAX_CAPACITY = 1000.0
+"""Largest normalized cpus or memory of a machine (1 = the largest machine of the cell)."""
+MIN_CPUS = 1e-6
+"""Smallest positive normalized cpus: a smaller one would make scale factors overflow."""
 ADD, REMOVE, UPDATE = 1, 2, 3
 _NAMES = {ADD: "ADD", REMOVE: "REMOVE", UPDATE: "UPDATE"}
 
@@ -96,6 +102,13 @@ class Google2019Machines(Importer):
                 continue
             if cap is not None and not (all(math.isfinite(x) and x >= 0 for x in cap)):
                 log.bad(n, "negative capacity")
+                continue
+            if cap is not None and (max(cap) > MAX_CAPACITY or 0 < cap[0] < MIN_CPUS):
+                log.bad(n, f"capacity outside [{MIN_CPUS:g}, {MAX_CAPACITY:g}] (normalized: "
+                        "1 = the largest machine)")
+                continue
+            if LAST_TIME_US < t < AFTER_TRACE:
+                log.bad(n, f"time beyond {MAX_SECONDS:g} s")
                 continue
             if typ not in _NAMES:
                 log.filter(n, f"event type {typ} (not ADD, REMOVE or UPDATE)")

@@ -77,7 +77,7 @@ from pydantic import (
     model_validator,
 )
 
-from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS, max_tasks
+from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS, finite_seconds, max_tasks
 from utilon.traces.base import (
     Common,
     Importer,
@@ -86,6 +86,7 @@ from utilon.traces.base import (
     SkipLog,
     TraceError,
     TracePart,
+    job_limit_problem,
     open_lines,
     register,
     standalone,
@@ -165,9 +166,21 @@ def _finish_jobs(raw: list[Raw], common: Common, log: SkipLog, slots: float
     rng = np.random.default_rng(common.seed)
     jobs = []
     used_rows: set[int] = set()
-    for t, (row, _), job, dl in inside:
+    bad_rows: set[int] = set()
+    for t, (row, line), job, dl in inside:
         stages = job["stages"]
-        fields = common.classes.assign(work_of(stages), standalone(stages, slots), rng)
+        # an explicit deadline is checked where it is read; else the class rule's slack
+        runtime = standalone(stages, slots)
+        problem = job_limit_problem(stages, runtime, 0.0 if dl is not None
+                                    else common.classes.slack)
+        if problem is None and dl is not None and not finite_seconds(dl):
+            problem = f"its deadline is beyond {MAX_SECONDS:g} s after submit"
+        if problem is not None:
+            if row not in bad_rows:
+                bad_rows.add(row)
+                log.bad(line, problem)
+            continue
+        fields = common.classes.assign(work_of(stages), runtime, rng)
         if dl is not None:
             u = fields["utility"]
             value = u.get("value", u.get("p", 1.0))

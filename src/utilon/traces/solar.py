@@ -53,6 +53,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from utilon.limits import MAX_SECONDS
 from utilon.traces.base import (
     Common,
     Importer,
@@ -132,6 +133,9 @@ def _read_series(path: Path, column: str, log: SkipLog
                 continue
             if ts <= times[-1]:
                 log.bad(n, "timestamp not after the previous row")
+                continue
+            if (ts - times[0]).total_seconds() > MAX_SECONDS:
+                log.bad(n, f"timestamp more than {MAX_SECONDS:g} s after the first sample")
                 continue
         times.append(ts)
         watts.append(p)

@@ -50,6 +50,7 @@ from utilon.traces.base import (
     Size,
     SkipLog,
     TracePart,
+    job_limit_problem,
     open_lines,
     register,
     standalone,
@@ -116,11 +117,19 @@ class SwimImporter(Importer):
         rng = np.random.default_rng(common.seed)
         jobs: list[dict[str, Any]] = []
         stats = {"map_only_jobs": 0, "capped_map_jobs": 0, "capped_reduce_jobs": 0}
-        for _, job_id, submit, inp, shuffle, out in rows:
+        for n, job_id, submit, inp, shuffle, out in rows:
+            row_stats = dict.fromkeys(stats, 0)
+            stages = _stages(inp, shuffle, out, o, row_stats)
+            runtime = standalone(stages, slots)
+            problem = job_limit_problem(stages, runtime, common.classes.slack)
+            if problem is not None:
+                log.bad(n, problem)
+                continue
             log.use()
-            stages = _stages(inp, shuffle, out, o, stats)
+            for k, v in row_stats.items():
+                stats[k] += v
             job: dict[str, Any] = {"id": job_id, "submit": window.job_time(submit)}
-            job.update(common.classes.assign(work_of(stages), standalone(stages, slots), rng))
+            job.update(common.classes.assign(work_of(stages), runtime, rng))
             job["stages"] = stages
             jobs.append(job)
         log.finish("jobs")

@@ -15,13 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from utilon.errors import ScenarioError
+from utilon.errors import ScenarioError, UtilonError
 from utilon.model.cluster import AttrValue, Machine
 from utilon.model.resources import Resources
-from utilon.policies.alsched.lang import Request, fallback, preferred
+from utilon.policies.alsched.lang import Request, fallback, preferred, walk
+from utilon.policies.alsched.lang.ast import Lit
 from utilon.policies.alsched.solvers import SOLVERS, Problem, Solution, class_alloc, solve
 from utilon.policies.alsched.solvers import Request as Ask
-from utilon.scenario.load import read_json_model
+from utilon.policies.cora.oneshot import read_instance
 
 DOC = "see docs/solve-alsched.md"
 
@@ -34,6 +35,14 @@ MAX_MACHINES = 100_000
 MAX_UNITS = 100_000
 """Most units one machine may offer, and most tasks one job may ask for: the solvers hand
 out units one at a time."""
+MAX_JOB_MACHINES = 2_000_000
+"""Most jobs x machines: every job's classes are resolved over every machine and the solvers
+keep per-job arrays over the machines."""
+MAX_NODES = 200_000
+"""Most nodes of all the bound requests together (loops replicate a node per machine)."""
+MAX_UTILITY = 1e15
+"""Largest weighted utility a job can reach (``weight`` x the expression's best): totals and
+the MILP's coefficients stay finite and exact."""
 
 
 class MachineSpec(_Strict):
@@ -67,7 +76,7 @@ class Instance(_Strict):
 
 
 def read(path: Path) -> Instance:
-    return read_json_model(path, Instance, DOC)
+    return read_instance(path, Instance, DOC)
 
 
 def machines_of(doc: Instance, where: str) -> tuple[list[Machine], list[int], list[float]]:
@@ -108,9 +117,15 @@ def machines_of(doc: Instance, where: str) -> tuple[list[Machine], list[int], li
 
 def problem_of(doc: Instance, where: str) -> tuple[Problem, list[str]]:
     """The solver's problem and the machine ids (index order)."""
+    n_machines = sum(m.count for m in doc.machines)
+    if n_machines * len(doc.jobs) > MAX_JOB_MACHINES:
+        raise ScenarioError(f"{len(doc.jobs):,} jobs x {n_machines:,} machines is more than "
+                            f"{MAX_JOB_MACHINES:,}", where=f"{where}: jobs",
+                            fix="solve fewer jobs at a time, or group equal machines")
     machines, free, total = machines_of(doc, where)
     asks: list[Ask] = []
     ids: set[str] = set()
+    nodes = 0
     for i, j in enumerate(doc.jobs):
         loc = f"{where}: jobs[{i}]"
         if j.id in ids:
@@ -118,10 +133,19 @@ def problem_of(doc: Instance, where: str) -> tuple[Problem, list[str]]:
                                 fix="give every job a distinct id")
         ids.add(j.id)
         req = Request.from_spec(j.request, where=f"{loc}.request")
-        bound = req.bind(machines, total, j.tasks, where=f"{loc}.request")
+        bound = req.bind(machines, total, j.tasks, where=f"{loc}.request",
+                         max_nodes=MAX_NODES - nodes)
         if bound is None:
             continue  # no machine matches the request: it gets nothing ("pending" below)
         expr = bound.expr
+        nodes += sum(1 for _ in walk(expr))
+        best = j.weight * expr.upper()
+        big = max((abs(t.value) for n in walk(expr) for t in n.numbers()
+                   if isinstance(t, Lit)), default=0.0)
+        if not best <= MAX_UTILITY or big > MAX_UTILITY:
+            raise ScenarioError(f"the job can reach a utility of {best:g} (weight x best "
+                                f"value), more than {MAX_UTILITY:g}", where=f"{loc}.weight",
+                                fix="scale the weight or the expression's utilities down")
         if doc.constraints == "hard":
             expr = preferred(expr)
         elif doc.constraints == "none":
@@ -154,13 +178,13 @@ def solve_file(path: Path, solver: str | None = None, compare: bool = False) -> 
     where = str(path)
     problem, machine_ids = problem_of(doc, where)
     name = solver or doc.solver
-    sol = solve(problem, name, time_limit=doc.time_limit)
+    sol = _solve(problem, name, doc.time_limit, where)
     out = answer(doc, problem, sol, machine_ids)
     timing: dict[str, Any] = {"solve_ms": round(sol.seconds * 1000, 4)}
     if compare:
         rows: dict[str, dict[str, Any]] = {}
         for other in SOLVERS:
-            s = sol if other == name else solve(problem, other, time_limit=doc.time_limit)
+            s = sol if other == name else _solve(problem, other, doc.time_limit, where)
             rows[other] = {"total_utility": round(s.total, 12), "status": s.status,
                            "bound": round(s.bound, 12)}
             timing[f"{other}_ms"] = round(s.seconds * 1000, 4)
@@ -172,6 +196,18 @@ def solve_file(path: Path, solver: str | None = None, compare: bool = False) -> 
                              round(0.0 if best <= 0 else (best - greedy) / best, 12))
     out["timing"] = timing
     return out
+
+
+def _solve(problem: Problem, name: str, time_limit: float, where: str) -> Solution:
+    """One solve; a solver's own refusal (an expression too large for branch-and-bound)
+    names the file."""
+    try:
+        return solve(problem, name, time_limit=time_limit)
+    except UtilonError as e:
+        if e.where:
+            raise
+        raise ScenarioError(e.message, where=f"{where}: solver",
+                            fix=e.fix or "use solver greedy or milp") from None
 
 
 def schema() -> dict[str, Any]:

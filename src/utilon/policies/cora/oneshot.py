@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from utilon.errors import ScenarioError
+from utilon.errors import ScenarioError, UtilonError
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
 from utilon.scenario.load import read_json_model
 
 SOLVERS = ("cora", "cora-lp", "milp")
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -31,7 +32,28 @@ class _Strict(BaseModel):
 MAX_UNITS = 10**12
 """Largest demand, capacity or cap: far past any cluster, well inside 64-bit sums."""
 MAX_CELLS = 2_000_000
-"""Most jobs x slots x resources an instance may have (the solver's tables are that big)."""
+"""Most slots the schema admits (the solver limits below are tighter)."""
+MAX_FILE_BYTES = 64 * 2**20
+"""Largest instance file read (64 MiB): JSON's objects take ten times that in memory."""
+MAX_UTILITY = 1e15
+"""Largest utility (in size): sums and comparisons of utilities stay exact and finite."""
+MAX_SLOTS = 2_000
+"""Most slots any solver is given: the exact solver's feasibility tests are quadratic in the
+slots (and it takes rounds in proportion to them)."""
+SOLVER_CELLS = {"cora": 200_000, "cora-lp": 20_000, "milp": 1_000}
+"""Most jobs x slots x resources per solver, measured to keep a solve within seconds on two
+cores: the exact solver takes about 5 s at 2 million cells (and 26 s in a tie-heavy case),
+the FINAL LP 25 s at 200,000 and HiGHS's MILP minutes at 2,000."""
+GENERAL_SLOTS = 500
+"""Most slots when the exact solver needs its general feasibility test: per-job caps with a
+per-slot capacity that drops somewhere (2,000 slots took 13 s with two jobs, 1 minute with
+100)."""
+GENERAL_CELLS = 50_000
+NODE_LIMIT = 20_000
+"""Feasibility tests the exact solver's branch and bound may spend on tied utilities (the
+policy's default); past it the best solution found is returned with ``"optimal": false``."""
+LP_SECONDS = 60.0
+"""HiGHS's time limit for the FINAL LP (a backstop: the size limit keeps it far below)."""
 
 
 class SigmoidUtility(_Strict):
@@ -86,8 +108,9 @@ def _error(where: str, msg: str, fix: str) -> ScenarioError:
     return ScenarioError(msg, where=where, fix=fix)
 
 
-def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
-    """The array instance, with one-line errors naming the field."""
+def build(doc: OneShotInstance, source: str = "", solver: str = "cora") -> CoraInstance:
+    """The array instance, with one-line errors naming the field; the sizes are checked
+    against ``solver``'s limits before anything is allocated."""
     T, n = doc.slots, len(doc.jobs)
     where = source or "instance"
     nres = 1
@@ -96,10 +119,21 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
             nres = max(nres, len(j.demand))
     if isinstance(doc.capacity, list):
         nres = max(nres, len(doc.capacity))
-    if n * T * nres > MAX_CELLS:
+    if T > MAX_SLOTS:
+        raise _error(f"{where}: slots", f"{T:,} slots is more than {MAX_SLOTS:,}",
+                     fix="use fewer, longer slots")
+    cells = SOLVER_CELLS.get(solver, SOLVER_CELLS["cora"])
+    if n * T * nres > cells:
         raise _error(f"{where}: slots", f"{n} jobs x {T} slots x {nres} resource(s) is more "
-                     f"than {MAX_CELLS:,} cells", fix="use fewer slots (longer ones) or split "
-                     "the instance")
+                     f"than the {cells:,} cells solver {solver} takes",
+                     fix="use fewer slots (longer ones), split the instance"
+                         + (", or use solver cora" if solver != "cora" else ""))
+    seen: set[str] = set()
+    for i, j in enumerate(doc.jobs):
+        if j.id in seen:
+            raise _error(f"{where}: jobs[{i}].id", f"job id {j.id!r} is used twice",
+                         fix="give every job a distinct id")
+        seen.add(j.id)
     cap_in = doc.capacity
     if isinstance(cap_in, int):
         cap = np.full((nres, T), cap_in, dtype=np.int64)
@@ -114,6 +148,14 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
     else:
         cap = np.repeat(np.asarray(cap_in, dtype=np.int64)[:, None], T, axis=1)
     nres = cap.shape[0]
+    if (solver == "cora" and any(j.cap is not None for j in doc.jobs)
+            and bool((np.diff(cap, axis=1) < 0).any())
+            and (T > GENERAL_SLOTS or n * T * nres > GENERAL_CELLS)):
+        raise _error(f"{where}: capacity", f"per-job caps with a capacity that drops over "
+                     f"the slots need the general feasibility test, which takes at most "
+                     f"{GENERAL_SLOTS} slots and {GENERAL_CELLS:,} cells ({T} slots, "
+                     f"{n * T * nres:,} cells here)",
+                     fix="use fewer slots, a capacity that never drops, or no caps")
     if doc.resources is not None and len(doc.resources) != nres:
         raise _error(f"{where}: resources", f"{len(doc.resources)} names for {nres} "
                      "resource(s)", fix="name every resource of `capacity` once")
@@ -151,6 +193,9 @@ def build(doc: OneShotInstance, source: str = "") -> CoraInstance:
                          fix="give the utility of finishing in each slot")
         if not np.isfinite(u).all():
             raise _error(f"{loc}.utility", "not finite", fix="use finite numbers")
+        if bool((np.abs(u) > MAX_UTILITY).any()):
+            raise _error(f"{loc}.utility", f"a utility is larger than {MAX_UTILITY:g} in size",
+                         fix=f"scale the utilities below {MAX_UTILITY:g}")
         if (np.diff(u) > 1e-12).any():
             k = int(np.argmax(np.diff(u) > 1e-12))
             raise _error(f"{loc}.utility", f"increases from slot {k} to {k + 1}",
@@ -163,30 +208,55 @@ def solve(inst: CoraInstance, solver: str) -> CoraSolution:
     if solver == "cora":
         from utilon.policies.cora.exact import solve_exact
 
-        return solve_exact(inst)
+        return solve_exact(inst, node_limit=NODE_LIMIT)
     if solver == "cora-lp":
         from utilon.policies.cora.lp import solve_final_lp
 
-        return solve_final_lp(inst)
+        return solve_final_lp(inst, highs_options={"time_limit": LP_SECONDS})
     from utilon.policies.cora.milp import solve_milp_reference
 
     return solve_milp_reference(inst)
 
 
+def read_instance(path: Path, model: type[M], fix: str) -> M:
+    """``read_json_model`` with a size limit, and with every failure to read the file (a
+    number of 5,000 digits is Python's ValueError) one line naming it."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0  # missing or unreadable: read_json_model names the problem
+    if size > MAX_FILE_BYTES:
+        raise ScenarioError(f"{size:,} bytes is more than {MAX_FILE_BYTES:,}",
+                            where=str(path), fix="split the instance")
+    try:
+        return read_json_model(path, model, fix)
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise ScenarioError(f"cannot read it ({type(e).__name__}: {e})", where=str(path),
+                            fix=fix) from None
+
+
 def read(path: Path) -> OneShotInstance:
-    return read_json_model(path, OneShotInstance, "see docs/solve-cora.md")
+    return read_instance(path, OneShotInstance, "see docs/solve-cora.md")
 
 
 def solve_file(path: Path, solver: str | None = None) -> dict[str, Any]:
     doc = read(path)
-    inst = build(doc, str(path))
     name = solver or doc.solver
+    inst = build(doc, str(path), name)
     t0 = time.perf_counter()
     try:
         sol = solve(inst, name)
     except InfeasibleInstance as e:
         raise _error(f"{path}: slots", str(e),
                      fix="give more slots (or more capacity)") from None
+    except RuntimeError as e:  # HiGHS stopped (its time limit) short of an optimum
+        raise _error(f"{path}: solver", f"solver {name} did not finish: {e}",
+                     fix="use solver cora (exact, fastest), or fewer slots") from None
+    except UtilonError as e:
+        if e.where:
+            raise
+        raise _error(f"{path}: solver", e.message, fix=e.fix or "see docs/solve-cora.md"
+                     ) from None
     took = time.perf_counter() - t0
     names = doc.resources or ([f"r{r}" for r in range(inst.resources)]
                               if inst.resources > 1 else ["units"])
@@ -201,6 +271,7 @@ def solve_file(path: Path, solver: str | None = None) -> dict[str, Any]:
         "allocation": {j.id: {names[r]: [int(x) for x in sol.allocation[i, r]]
                               for r in range(inst.resources)}
                        for i, j in enumerate(doc.jobs)},
+        **({} if sol.info.get("optimal", True) else {"optimal": False}),
         "timing": {"solve_ms": round(took * 1000, 4)},
     }
 

@@ -182,9 +182,11 @@ class ClassQuery:
             if not isinstance(mid, str) or not mid:
                 raise SpecError(f"a machine id must be a non-empty string, got {mid!r}",
                                 where=where)
-        if len(set(ids)) != len(ids):
-            dup = next(m for m in ids if ids.count(m) > 1)
-            raise SpecError(f"machine {dup!r} is listed twice", where=where)
+        seen: set[object] = set()
+        for mid in ids:
+            if mid in seen:
+                raise SpecError(f"machine {mid!r} is listed twice", where=where)
+            seen.add(mid)
         return cls(machines=tuple(str(m) for m in ids))
 
     @classmethod

@@ -49,11 +49,17 @@ from utilon.policies.alsched.lang.ast import (
     Tasks,
 )
 
-__all__ = ["MAX_DEPTH", "ParseError", "parse", "parse_number"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "MAX_NUMBER", "ParseError", "parse", "parse_number"]
 
 MAX_DEPTH = 100
-"""Deepest parenthesis nesting accepted: keeps the recursive parser far from Python's
-recursion limit, so that hostile input yields a ParseError rather than a RecursionError."""
+"""Deepest nesting accepted (parentheses in text; text and mappings together in the
+structured face): keeps the recursive parser, binder and solvers far from Python's recursion
+limit, so that hostile input yields a one-line error rather than a RecursionError."""
+MAX_NODES = 10_000
+"""Most operators and primitives in one expression as written (before loops are bound)."""
+MAX_NUMBER = 1e15
+"""Largest literal number (k, u, a barrier level, a scale factor): far past any unit count or
+utility, small enough that sums and weighted totals stay finite and exact to the unit."""
 
 
 class ParseError(UtilonError):
@@ -145,12 +151,14 @@ def _read_string(text: str, start: int, fail: Callable[..., ParseError]) -> _Tok
 
 # -- the parser ----------------------------------------------------------------------------------
 class _Parser:
-    def __init__(self, text: str, where: str) -> None:
+    def __init__(self, text: str, where: str, max_depth: int = MAX_DEPTH) -> None:
         self.text = text
         self.where = where
         self.toks = _tokenize(text, self.fail)
         self.i = 0
         self.depth = 0
+        self.max_depth = max_depth
+        self.nodes = 0
 
     # helpers ------------------------------------------------------------------------------
     def fail(self, pos: int, reason: str, fix: str = "") -> ParseError:
@@ -175,10 +183,20 @@ class _Parser:
         tok = self.peek()
         return tok.kind == "(" or tok.keyword() in _PRIMS
 
+    def check_size(self, value: float, pos: int) -> None:
+        if abs(value) > MAX_NUMBER:
+            raise self.fail(pos, f"number {value:g} is larger than {MAX_NUMBER:g}",
+                            f"unit counts and utilities stay below {MAX_NUMBER:g}")
+
     def build(self, pos: int, make: Callable[[], Node],
               nums: tuple[tuple[NumTerm | float, int], ...] = ()) -> Node:
         """Run an AST constructor; its validation errors point at the bad number, if one is
         negative or infinite, else at the node's start."""
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.fail(pos, f"more than {MAX_NODES:,} operators and primitives",
+                            "use a class (or a loop variable) instead of one primitive per "
+                            "machine")
         try:
             return make()
         except ModelError as err:
@@ -215,8 +233,8 @@ class _Parser:
     def group(self) -> Node:
         opening = self.take()
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.fail(opening.pos, f"parentheses nested deeper than {MAX_DEPTH}",
+        if self.depth > self.max_depth:
+            raise self.fail(opening.pos, f"nested deeper than {MAX_DEPTH} levels",
                             "flatten the expression")
         tok = self.peek()
         if tok.kind == "(" or tok.keyword() in _PRIMS:
@@ -248,6 +266,8 @@ class _Parser:
             ftok = self.expect("num", f"a number after '{tok.text}' (scale's factor)",
                                "scale takes a plain number, e.g. (scale 0.5 A)")
             factor = float(ftok.text)
+            if math.isfinite(factor):
+                self.check_size(factor, ftok.pos)
             args = self.operands(opening, tok.text, unary=True)
             return self.build(tok.pos, lambda: Scale(factor, args[0]), ((factor, ftok.pos),))
         if word in ("barrier", "bar"):
@@ -306,9 +326,11 @@ class _Parser:
         if tok.kind == "num":
             self.take()
             try:
-                return Lit(float(tok.text))
+                term = Lit(float(tok.text))
             except ModelError as err:
                 raise self.fail(tok.pos, err.message, "use a finite number") from None
+            self.check_size(term.value, tok.pos)
+            return term
         if tok.keyword() == "tasks":
             self.take()
             return Tasks()
@@ -334,14 +356,17 @@ def _check_text(text: object, where: str) -> str:
     return text
 
 
-def parse(text: str, *, strict: bool = False, where: str = "expression") -> Node:
-    """Parse prefix text into an AST; raises ``ParseError`` (and nothing else) on bad input."""
+def parse(text: str, *, strict: bool = False, where: str = "expression",
+          max_depth: int = MAX_DEPTH) -> Node:
+    """Parse prefix text into an AST; raises ``ParseError`` (and nothing else) on bad input.
+    ``max_depth``: the parentheses allowed (less than ``MAX_DEPTH`` inside a structured
+    expression that already nests)."""
     text = _check_text(text, where)
     if len(text) > MAX_TEXT:
         raise ParseError(f"an expression may be at most {MAX_TEXT:,} characters, got "
                          f"{len(text):,}", column=1, text="", where=where)
     try:
-        return _Parser(text, where).document(strict)
+        return _Parser(text, where, max_depth).document(strict)
     except RecursionError:
         raise ParseError("nested too deeply", column=1, text="", where=where) from None
 

@@ -80,6 +80,10 @@ PAPER_NBODY = ("(max (*1 (bar 64 (max (nck(i,64,64))))))"
 """§3.4's n-body request, verbatim (its misplaced parenthesis included)."""
 
 _SHOWN = 8
+MAX_BOUND_NODES = 1_000_000
+"""Most nodes one bound request may expand to (loops replicate a node once per machine of
+their range, and several loop variables on one node multiply): past it binding would run out
+of memory or time, so it is a one-line error instead."""
 Named = tuple[tuple[str, ClassQuery], ...]
 
 
@@ -156,9 +160,11 @@ class Request:
         return out
 
     def bind(self, machines: Sequence[Machine], capacity_units: Sequence[float], tasks: int,
-             where: str = "request") -> BoundRequest | None:
-        """The concrete request on these machines, or None if no part of it can be met."""
-        return _Binder(self, machines, capacity_units, tasks, where).run()
+             where: str = "request", *, max_nodes: int = MAX_BOUND_NODES
+             ) -> BoundRequest | None:
+        """The concrete request on these machines, or None if no part of it can be met;
+        a bound expression of more than ``max_nodes`` nodes is a ``SpecError``."""
+        return _Binder(self, machines, capacity_units, tasks, where, max_nodes).run()
 
 
 def bind(expr: Node | str, machines: Sequence[Machine], capacity_units: Sequence[float],
@@ -211,7 +217,8 @@ def _direct_names(n: Node) -> set[str]:
 # -- binding -------------------------------------------------------------------------------------
 class _Binder:
     def __init__(self, req: Request, machines: Sequence[Machine],
-                 units: Sequence[float], tasks: int, where: str) -> None:
+                 units: Sequence[float], tasks: int, where: str,
+                 max_nodes: int = MAX_BOUND_NODES) -> None:
         if len(units) != len(machines):
             raise ModelError(f"{len(units)} capacity units for {len(machines)} machines",
                              where=where)
@@ -229,6 +236,18 @@ class _Binder:
                       for name, q in req.classes}
         self.ranges = {name: q.resolve(machines, f"{where}.each.{name}") for name, q in req.each}
         self.used: dict[str, tuple[int, ...]] = {}
+        self.max_nodes = max_nodes
+        self.nodes = 0
+
+    def grow(self, n: int) -> None:
+        """Count ``n`` more bound nodes against the budget (before building them)."""
+        self.nodes += n
+        if self.nodes > self.max_nodes:
+            raise SpecError(f"binding expands the expression to more than "
+                            f"{self.max_nodes:,} nodes (loops replicate a node per machine)",
+                            where=f"{self.where}.expr",
+                            fix="loop over fewer machines (one variable per node), or use a "
+                                "class instead of a loop")
 
     def run(self) -> BoundRequest | None:
         out = self.expand(self.req.expr, {}, in_nary=False)
@@ -239,6 +258,7 @@ class _Binder:
         itself, wrapped in an implicit sum unless they go into an n-ary parent."""
         direct = _direct_names(n)
         free = [v for v in self.ranges if v in direct and v not in env]
+        self.grow(math.prod(len(self.ranges[v]) for v in free))
         combos = itertools.product(*(self.ranges[v] for v in free))
         copies = [c for combo in combos
                   if (c := self.node(n, {**env, **dict(zip(free, combo, strict=True))}))

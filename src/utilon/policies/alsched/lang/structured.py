@@ -36,8 +36,9 @@ from utilon.policies.alsched.lang.ast import (
     Prim,
     Scale,
     Sum,
+    size,
 )
-from utilon.policies.alsched.lang.parse import parse, parse_number
+from utilon.policies.alsched.lang.parse import MAX_DEPTH, MAX_NODES, MAX_NUMBER, parse, parse_number
 from utilon.policies.alsched.lang.printer import format_num
 
 __all__ = ["SpecError", "check_keys", "from_obj", "number_from_obj", "number_to_obj",
@@ -88,9 +89,17 @@ def number_from_obj(obj: object, where: str) -> NumTerm:
         raise SpecError(f"expected a number, 'cap(CLASS)' or 'tasks', got {_kind_name(obj)}",
                         where=where)
     try:
-        return Lit(float(obj))
+        term = Lit(float(obj))
     except (ModelError, OverflowError):
         raise SpecError(f"number {obj!r} is not finite", where=where) from None
+    _check_size(term.value, where)
+    return term
+
+
+def _check_size(value: float, where: str) -> None:
+    if abs(value) > MAX_NUMBER:
+        raise SpecError(f"number {value:g} is larger than {MAX_NUMBER:g}", where=where,
+                        fix=f"unit counts and utilities stay below {MAX_NUMBER:g}")
 
 
 def _plain(v: float) -> int | float:
@@ -103,9 +112,23 @@ def number_to_obj(t: NumTerm) -> int | float | str:
 
 # -- expressions ---------------------------------------------------------------------------------
 def from_obj(obj: object, where: str = "expr") -> Node:
-    """An expression from its YAML/JSON form (a prefix string or an operator mapping)."""
+    """An expression from its YAML/JSON form (a prefix string or an operator mapping), at
+    most ``MAX_DEPTH`` levels deep and ``MAX_NODES`` nodes large (text and mappings
+    together)."""
+    node = _from_obj(obj, where, 0)
+    if isinstance(obj, Mapping) and size(node) > MAX_NODES:
+        raise SpecError(f"more than {MAX_NODES:,} operators and primitives", where=where,
+                        fix="use a class (or a loop variable) instead of one primitive per "
+                            "machine")
+    return node
+
+
+def _from_obj(obj: object, where: str, depth: int) -> Node:
     if isinstance(obj, str):
-        return parse(obj, where=where)
+        return parse(obj, where=where, max_depth=MAX_DEPTH - depth)
+    if depth >= MAX_DEPTH and isinstance(obj, Mapping):
+        raise SpecError(f"nested deeper than {MAX_DEPTH} levels", where=where,
+                        fix="flatten the expression")
     if not isinstance(obj, Mapping):
         raise SpecError(f"expected an expression (prefix text or a mapping with one of: "
                         f"{', '.join(_KEYS)}), got {_kind_name(obj)}", where=where)
@@ -117,12 +140,12 @@ def from_obj(obj: object, where: str = "expr") -> Node:
     op = str(ops[0])
     check_keys(obj, _KEYS[op], where)
     if op in _NARY_KINDS:
-        return _nary(op, obj[op], f"{where}.{op}")
+        return _nary(op, obj[op], f"{where}.{op}", depth + 1)
     if op in _PRIM_KINDS:
         return _prim(op, obj[op], f"{where}.{op}")
     if "of" not in obj:
         raise SpecError(f"'{op}' needs 'of': the expression it applies to", where=where)
-    arg = from_obj(obj["of"], f"{where}.of")
+    arg = _from_obj(obj["of"], f"{where}.of", depth + 1)
     if op == "scale":
         factor = _factor(obj[op], f"{where}.scale")
         return _model(f"{where}.scale", lambda: Scale(factor, arg))
@@ -130,11 +153,11 @@ def from_obj(obj: object, where: str = "expr") -> Node:
     return _model(f"{where}.barrier", lambda: Barrier(level, arg))
 
 
-def _nary(op: str, items: object, where: str) -> Node:
+def _nary(op: str, items: object, where: str, depth: int) -> Node:
     if isinstance(items, (str, Mapping)) or not isinstance(items, Sequence) or not items:
         raise SpecError(f"'{op}' takes a non-empty list of expressions, got "
                         f"{_kind_name(items)}", where=where)
-    args = tuple(from_obj(item, f"{where}[{i}]") for i, item in enumerate(items))
+    args = tuple(_from_obj(item, f"{where}[{i}]", depth) for i, item in enumerate(items))
     return _NARY_KINDS[op](args)
 
 
@@ -145,6 +168,7 @@ def _factor(obj: object, where: str) -> float:
     if not (math.isfinite(f) and f >= 0):
         raise SpecError(f"scale's factor must be a finite number >= 0, got {obj!r}",
                         where=where)
+    _check_size(f, where)
     return f
 
 
