@@ -150,10 +150,17 @@ def import_trace(
             doc["metadata"] = meta
         else:
             doc = {"metadata": meta, "cluster": part.cluster}
+    text = json.dumps(doc, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TraceError("a name or id is not valid Unicode (a lone surrogate escape)",
+                         where=str(p), fix="fix the \\uD800-\\uDFFF escape in the trace"
+                         ) from None
     # Validate the way `utilon simulate` will read it, so a bad import fails here.
     if "workload" in doc:
         where = f"{p} (imported as {kind})"
-        build_workload(parse_scenario(json.loads(json.dumps(doc)), where), source=where)
+        build_workload(parse_scenario(json.loads(text), where), source=where)
     else:
         _check_cluster(doc["cluster"], f"{p} (imported as {kind})")
     return ImportResult(kind, p, doc, log, part, stats)
@@ -232,9 +239,20 @@ def _load_stats(jobs: list[dict[str, Any]], cluster: dict[str, Any]) -> dict[str
 _EXP = re.compile(r"(?<=[:\[,])(-?\d+)(e[-+]\d+)")
 
 
+# a JSON surrogate pair (a character outside the BMP), not preceded by an escaped backslash
+_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
+
+
+def _astral(m: re.Match[str]) -> str:
+    hi, lo = int(m.group(2), 16), int(m.group(3), 16)
+    return f"{m.group(1)}\\U{0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00):08x}"
+
+
 def _flow(obj: Any) -> str:
-    """One YAML flow line (JSON with floats YAML 1.1 reads as floats: ``1.0e-05``)."""
-    return _EXP.sub(r"\1.0\2", json.dumps(obj, separators=(",", ":"), allow_nan=False))
+    """One YAML flow line (JSON with floats YAML 1.1 reads as floats: ``1.0e-05``, and
+    characters outside the BMP as YAML's ``\\U0001f600``: YAML refuses JSON's surrogate pairs)."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return _PAIR.sub(_astral, _EXP.sub(r"\1.0\2", text))
 
 
 def write_scenario(result: ImportResult, out: str | Path, command: str = "") -> Path:

@@ -35,10 +35,10 @@ MAX_MACHINES = 100_000
 MAX_UNITS = 100_000
 """Most units one machine may offer, and most tasks one job may ask for: the solvers hand
 out units one at a time."""
-MAX_JOB_MACHINES = 2_000_000
+MAX_JOB_MACHINES = 1_000_000
 """Most jobs x machines: every job's classes are resolved over every machine and the solvers
 keep per-job arrays over the machines."""
-MAX_NODES = 200_000
+MAX_NODES = 50_000
 """Most nodes of all the bound requests together (loops replicate a node per machine)."""
 MAX_UTILITY = 1e15
 """Largest weighted utility a job can reach (``weight`` x the expression's best): totals and
