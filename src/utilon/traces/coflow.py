@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from utilon.limits import MAX_SECONDS
+from utilon.limits import MAX_SECONDS, max_tasks
 from utilon.traces.base import (
     Common,
     Importer,
@@ -133,8 +133,18 @@ class CoflowImporter(Importer):
         jobs: list[dict[str, Any]] = []
         stats: dict[str, Any] = {"ports": ports, "header_coflows": declared, "shuffle_mb": 0.0,
                                  "longest_reduce_s": 0.0}
+        tasks, limit = 0, max_tasks()
         for n, (cid, arrival, racks, mbs) in rows:
-            stages = _stages(racks, mbs, o)
+            try:
+                stages = _stages(racks, mbs, o, limit - tasks)
+            except _TooManyTasks:
+                stages = []
+            tasks += len(stages[1]["durations"]) if stages else 0
+            if not stages or tasks > limit:
+                raise TraceError(f"the trace expands to more than {limit:,} reduce tasks",
+                                 where=f"{path}:{n}",
+                                 fix="raise reduce_bytes or lower max_reduces_per_rack, import "
+                                 "a window (--start/--duration), or raise UTILON_MAX_TASKS")
             runtime = standalone(stages, slots)
             problem = job_limit_problem(stages, runtime, common.classes.slack)
             if problem is not None:
@@ -219,7 +229,12 @@ def _seconds(x: float) -> float:
     return max(round(x, 3), 0.001)
 
 
-def _stages(racks: int, mbs: list[float], o: CoflowOptions) -> list[dict[str, Any]]:
+class _TooManyTasks(Exception):
+    """A job's reduce tasks would pass the task limit (``limits.max_tasks``)."""
+
+
+def _stages(racks: int, mbs: list[float], o: CoflowOptions, budget: int
+            ) -> list[dict[str, Any]]:
     maps = racks * o.maps_per_rack
     shuffle = sum(mbs) * MB
     durations: list[float] = []
@@ -227,6 +242,8 @@ def _stages(racks: int, mbs: list[float], o: CoflowOptions) -> list[dict[str, An
         b = mb * MB
         n = 1 if o.reduce_bytes is None else \
             min(max(1, math.ceil(b / o.reduce_bytes)), o.max_reduces_per_rack)
+        if len(durations) + n > budget:  # checked before the list is allocated
+            raise _TooManyTasks
         durations += [_seconds(b / n / o.reduce_rate + o.task_overhead)] * n
     return [
         {"name": "map", "kind": "map", "tasks": maps,
