@@ -191,7 +191,7 @@ def test_reproduce_quick_prints_tables_beside_the_paper(tmp_path: Path,
 
 
 def test_vectorised_sigmoid_table_equals_the_utility() -> None:
-    from utilon.policies.cora.policy import _utility_table
+    from utilon.policies.cora.table import utility_table
 
     cluster = make_cluster(1, slots=2, cpu=2, mem=8)
     us = [Sigmoid(p=3.0, mu=0.2, d=50.0), Sigmoid(p=1.0, mu=0.0, d=10.0),
@@ -202,7 +202,7 @@ def test_vectorised_sigmoid_table_equals_the_utility() -> None:
     Simulation(cluster, jobs, Cora(), on_decision=lambda n, s, d: snaps.append(s)).run()
     views = list(snaps[0].jobs)
     times = np.tile(np.linspace(0, 400, 41), (len(views), 1))
-    table = _utility_table(views, times)
+    table = utility_table(views, times)
     for i, v in enumerate(views):
         assert table[i] == pytest.approx(v.utility.values(times[i]), abs=0, rel=1e-15)
 
@@ -276,12 +276,17 @@ def test_front_loaded_grants_keep_the_order_and_drop_the_counts() -> None:
 
 def test_calibration_knobs_of_the_table1_workload() -> None:
     """`standalone` and `mu_unit` change only what they say: targets become multiples of a
-    benchmarked runtime, decay factors change unit; the default is today's reproduction."""
+    benchmarked runtime, decay factors change unit; the default is the calibrated reading."""
     mix = {"critical": 0.2, "sensitive": 0.6, "insensitive": 0.2}
-    today = R.cora_workload(12, mix, 4)
-    also = R.cora_workload(12, mix, 4, standalone="bound", mu_unit=60.0, scale=1.0)
-    assert [j.utility for j in today.jobs] == [j.utility for j in also.jobs]
-    per_s = R.cora_workload(12, mix, 4, standalone="template", mu_unit=1.0)
+    calibrated = R.cora_workload(12, mix, 4)
+    also = R.cora_workload(12, mix, 4, **R.CALIBRATED)
+    assert [j.utility for j in calibrated.jobs] == [j.utility for j in also.jobs]
+    # every target is reachable by the job alone: d >= its own standalone (factor >= 0.5
+    # only where N(1.25, 0.1) x active falls that low, never here)
+    alone = R.alone_bound(calibrated, ("critical", "sensitive", "insensitive"))
+    assert alone["min"] > 0
+    today = R.cora_workload(12, mix, 4, scale=1.0, standalone="bound")
+    per_s = R.cora_workload(12, mix, 4, scale=1.0, standalone="template", mu_unit=1.0)
     bench = R.template_standalone()
     for a, b in zip(today.jobs, per_s.jobs, strict=True):
         assert a.stages == b.stages and a.submit == b.submit

@@ -49,8 +49,11 @@ from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot, JobView
 from utilon.model.utility import Sigmoid
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
+from utilon.policies.cora.continuous import FluidPlan, Pieces, job_pieces
+from utilon.policies.cora.continuous import plan as plan_fluid
 from utilon.policies.cora.exact import slots_needed, solve_exact
 from utilon.policies.cora.instance import CoraInstance, CoraSolution
+from utilon.policies.cora.table import utility_table
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,7 @@ def slotted_instance(snapshot: ClusterSnapshot, *, slot: float = 0.0, spare: flo
     # a job cannot finish before its stages have run one after another (maps, then reduces):
     # finishing "in" an earlier slot is worth what finishing at that bound is
     times = np.maximum(ends[None, :], earliest[:, None])
-    utility = _utility_table(jobs, times)
+    utility = utility_table(jobs, times)
     # non-increasing by construction; clip float noise so the instance validates
     utility = np.minimum.accumulate(utility, axis=1)
     inst = CoraInstance(capacity=np.full((1, T), capacity, dtype=np.int64),
@@ -170,23 +173,6 @@ def container_size(jobs: list[JobView]) -> float:
     counts whole containers."""
     sizes = [s.slot_size for j in jobs for s in j.stages if s.remaining]
     return min(1.0, min(sizes, default=1.0))
-
-
-def _utility_table(jobs: list[JobView], times: np.ndarray) -> np.ndarray:
-    """U_i(times[i, t]) for every job: sigmoids (CORA's utility) in one vectorised pass, any
-    other utility through its own ``values``."""
-    out = np.empty_like(times)
-    sig = [i for i, j in enumerate(jobs) if type(j.utility) is Sigmoid]
-    if sig:
-        p, mu, d = (np.array([getattr(jobs[i].utility, a) for i in sig])[:, None]
-                    for a in ("p", "mu", "d"))
-        x = mu * (times[sig] - d)
-        e = np.exp(-np.abs(x))
-        out[sig] = np.where(x > 0, p * e / (1.0 + e), p / (1.0 + e))  # = Sigmoid.values
-    for i, j in enumerate(jobs):
-        if type(j.utility) is not Sigmoid:
-            out[i] = j.utility.values(times[i])
-    return out
 
 
 def grants_from(slotted: Slotted, sol: CoraSolution, front_load: bool = False
@@ -206,7 +192,42 @@ def grants_from(slotted: Slotted, sol: CoraSolution, front_load: bool = False
     return tuple(grants)
 
 
-class _CoraBase(Policy):
+class _PlanLog:
+    """Plan vs execution, for every CORA policy: the completion each job's last plan gave it
+    against the realised one (``Policy.job_finished``), reported in ``policy_report``."""
+
+    def _init_plan_log(self) -> None:
+        # job -> (planned completion at the last decision, slot length of that plan)
+        self._planned: dict[str, tuple[float, float]] = {}
+        self.plan_log: list[tuple[str, float, float, float]] = []  # job, planned, real, L
+
+    def job_finished(self, job_id: str, now: float) -> None:
+        plan = self._planned.pop(job_id, None)
+        if plan is not None:
+            self.plan_log.append((job_id, plan[0], now, plan[1]))
+
+    def plan_error(self) -> dict[str, Any]:
+        """Realised completion minus the completion the job's last plan gave it, in seconds
+        and in slots of that plan (the grid step for ``cora-ct``)."""
+        log = [r for r in self.plan_log if math.isfinite(r[1])]
+        if not log:
+            return {"jobs": 0}
+        err = np.array([real - planned for _, planned, real, _ in log])
+        slots = np.array([e / L for e, (_, _, _, L) in zip(err, log, strict=True)])
+        q = np.abs(slots)
+        return {
+            "jobs": len(err),
+            "median_abs_s": round(float(np.median(np.abs(err))), 3),
+            "p90_abs_s": round(float(np.quantile(np.abs(err), 0.9)), 3),
+            "mean_s": round(float(err.mean()), 3),
+            "median_abs_slots": round(float(np.median(q)), 4),
+            "p90_abs_slots": round(float(np.quantile(q, 0.9)), 4),
+            "within_one_slot": round(float(np.mean(q <= 1.0)), 4),
+            "late_share": round(float(np.mean(err > 1e-9)), 4),
+        }
+
+
+class _CoraBase(_PlanLog, Policy):
     paper = "Huang et al., Need for Speed: CORA Scheduler for Optimizing Completion-Times " \
             "in the Cloud, INFOCOM 2015"
     triggers = EVENT_TRIGGERS | {Trigger.TASK_FINISHED}  # the paper's three events, and more
@@ -232,9 +253,7 @@ class _CoraBase(Policy):
         self.front_load = front_load
         self.inexact = 0  # decisions where the branch and bound hit node_limit
         self.last: tuple[Slotted, CoraSolution] | None = None  # for per-event analysis
-        # plan vs execution: job -> (planned completion at the last decision, slot length)
-        self._planned: dict[str, tuple[float, float]] = {}
-        self.plan_log: list[tuple[str, float, float, float]] = []  # job, planned, real, L
+        self._init_plan_log()
 
     @abstractmethod
     def solve(self, inst: CoraInstance) -> CoraSolution:
@@ -257,33 +276,8 @@ class _CoraBase(Policy):
                         backfill=self.backfill,
                         solver_seconds=took)
 
-
-    def job_finished(self, job_id: str, now: float) -> None:
-        plan = self._planned.pop(job_id, None)
-        if plan is not None:
-            self.plan_log.append((job_id, plan[0], now, plan[1]))
-
     def report(self) -> dict[str, Any]:
-        """The plan-vs-execution gap: for every finished job, realised completion minus the
-        completion its last plan gave it, in seconds and in slots of that plan."""
-        if not self.plan_log:
-            return {"plan_error": {"jobs": 0}, "inexact_decisions": self.inexact}
-        err = np.array([real - planned for _, planned, real, _ in self.plan_log])
-        slots = np.array([e / L for e, (_, _, _, L) in zip(err, self.plan_log, strict=True)])
-        q = np.abs(slots)
-        return {
-            "plan_error": {
-                "jobs": len(err),
-                "median_abs_s": round(float(np.median(np.abs(err))), 3),
-                "p90_abs_s": round(float(np.quantile(np.abs(err), 0.9)), 3),
-                "mean_s": round(float(err.mean()), 3),
-                "median_abs_slots": round(float(np.median(q)), 4),
-                "p90_abs_slots": round(float(np.quantile(q, 0.9)), 4),
-                "within_one_slot": round(float(np.mean(q <= 1.0)), 4),
-                "late_share": round(float(np.mean(err > 1e-9)), 4),
-            },
-            "inexact_decisions": self.inexact,
-        }
+        return {"plan_error": self.plan_error(), "inexact_decisions": self.inexact}
 
 
 @register
@@ -313,3 +307,56 @@ class CoraLP(_CoraBase):
         from utilon.policies.cora.lp import solve_final_lp
 
         return solve_final_lp(inst)
+
+
+@register
+class CoraContinuous(_PlanLog, Policy):
+    """The same lexicographic max-min in continuous time (issue 21's variant; see
+    ``cora.continuous`` and docs/policies.md#cora-ct)."""
+
+    name = "cora-ct"
+    summary = "CORA's lexicographic max-min over continuous completion times (fluid model)"
+    paper = _CoraBase.paper
+    triggers = _CoraBase.triggers
+
+    def __init__(self, resolution: float = 1.0, margin: float = 1.0, elapsed: bool = True,
+                 backfill: bool = True) -> None:
+        if not resolution > 0:
+            raise ValueError("resolution must be > 0 seconds")
+        if not 0 <= margin <= 10:
+            raise ValueError("margin must be in [0, 10] task durations")
+        self.resolution = resolution
+        self.margin = margin
+        self.elapsed = elapsed
+        self.backfill = backfill
+        self.stuck = 0
+        self.last_plan: FluidPlan | None = None
+        self._init_plan_log()
+
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        jobs = [j for j in snapshot.jobs if j.remaining > 0]
+        if not jobs:
+            return Decision(backfill=self.backfill)
+        q = container_size(jobs)
+        capacity = math.floor(snapshot.total_slots / q + 1e-9)
+        if capacity <= 0:
+            return Decision(backfill=self.backfill)
+        t0 = time.perf_counter()
+        c = float(capacity)
+        rows = np.array([job_pieces(j, snapshot.now, c, q, self.elapsed) for j in jobs],
+                        dtype=float)
+        n = len(jobs)
+        pieces = Pieces(work=np.maximum(np.concatenate([rows[:, 0], rows[:, 2]]), 0.0),
+                        cap=np.maximum(np.concatenate([rows[:, 1], rows[:, 3]]), 1.0),
+                        offset=np.concatenate([rows[:, 4], np.zeros(n)]))
+        fp = plan_fluid(snapshot, jobs, c, pieces, rows[:, 5], self.resolution, self.margin)
+        took = time.perf_counter() - t0
+        self.last_plan = fp
+        self.stuck += fp.stuck
+        for i, j in enumerate(fp.jobs):
+            self._planned[j.id] = (float(fp.finish[i]), fp.step)
+        return Decision(grants=tuple(Grant(fp.jobs[i].id) for i in fp.order),
+                        backfill=self.backfill, solver_seconds=took)
+
+    def report(self) -> dict[str, Any]:
+        return {"plan_error": self.plan_error(), "stuck_rounds": self.stuck}
