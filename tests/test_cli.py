@@ -18,8 +18,8 @@ from utilon.scenario import scenario_json_schema
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SMALL = str(ROOT / "examples" / "small-mapreduce.yaml")
-POLICIES = ["alsched", "cora", "cora-ct", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots", "fifo", "ras",
-            "rds", "rrh"]
+POLICIES = ["alsched", "cora", "cora-ct", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots",
+            "fifo", "ras", "rds", "rrh"]
 HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
 SUMMARY_KEYS = [
     "scenario", "policy", "params", "seed", "jobs", "finished", "unfinished", "unsubmitted",
