@@ -11,7 +11,11 @@ bug too: parsers must keep their work bounded by their limits).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, settings
 
@@ -39,3 +43,34 @@ def assert_clean_error(err: UtilonError, *must_mention: str) -> str:
     for text in must_mention:
         assert text in line, f"{text!r} not in {line!r}"
     return line
+
+
+FUZZ_MAX_TASKS = "50000"
+"""The task limit while fuzzing: a fuzzed count of 368,114 jobs is valid but takes seconds to
+build; a lower limit keeps every input fast and exercises the limit's own path."""
+
+
+@contextmanager
+def fuzz_task_limit() -> Iterator[None]:
+    """``UTILON_MAX_TASKS`` at ``FUZZ_MAX_TASKS`` inside the block, restored after it."""
+    before = os.environ.get("UTILON_MAX_TASKS")
+    os.environ["UTILON_MAX_TASKS"] = FUZZ_MAX_TASKS
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["UTILON_MAX_TASKS"]
+        else:
+            os.environ["UTILON_MAX_TASKS"] = before
+
+
+def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path into a nested document of dicts and lists (the places to mutate)."""
+    out = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += paths(v, (*prefix, i))
+    return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import assert_clean_error, fuzz_settings
+from fuzzing import assert_clean_error, fuzz_settings, fuzz_task_limit, paths
 from utilon.errors import UtilonError
 from utilon.scenario import load_workload
 
@@ -62,18 +61,7 @@ ODD_VALUES = st.one_of(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-PATHS = _paths(TEMPLATE)
+PATHS = paths(TEMPLATE)
 
 
 def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
@@ -82,26 +70,15 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
     doc[path[-1]] = value
 
 
-FUZZ_MAX_TASKS = "50000"
-"""The task limit while fuzzing: a fuzzed count of 368,114 jobs is valid but takes seconds to
-build; a lower limit keeps every input fast and exercises the limit's own path."""
-
-
 def _load(tmp_path: Path, payload: bytes, suffix: str = ".yaml") -> None:
     f = tmp_path / f"fuzzed{suffix}"
     f.write_bytes(payload)
-    before = os.environ.get("UTILON_MAX_TASKS")
-    os.environ["UTILON_MAX_TASKS"] = FUZZ_MAX_TASKS
     try:
-        wl = load_workload(f)
+        with fuzz_task_limit():
+            wl = load_workload(f)
     except UtilonError as e:
         assert_clean_error(e, f.name)
         return
-    finally:
-        if before is None:
-            del os.environ["UTILON_MAX_TASKS"]
-        else:
-            os.environ["UTILON_MAX_TASKS"] = before
     assert wl.jobs, "a loaded workload has jobs"
 
 

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fuzzing import assert_clean_error, fuzz_settings
+from fuzzing import assert_clean_error, fuzz_settings, paths
 from utilon.cli.app import app
 from utilon.errors import UtilonError
 from utilon.policies.alsched import oneshot as alsched_oneshot
@@ -55,17 +55,6 @@ ODD_VALUES = st.one_of(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 def _solve(problem: str, tmp: Path, payload: bytes) -> None:
     f = tmp / f"{problem}-instance.json"
     f.write_bytes(payload)
@@ -90,9 +79,9 @@ def test_the_templates_solve(tmp_path: Path, problem: str) -> None:
 def test_near_valid_instances(tmp_path_factory: pytest.TempPathFactory, problem: str,
                               data: st.DataObject) -> None:
     doc = copy.deepcopy(TEMPLATES[problem])
-    paths = _paths(doc)
+    places = paths(doc)
     for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from(paths))
+        path = data.draw(st.sampled_from(places))
         node = doc
         try:
             for part in path[:-1]:

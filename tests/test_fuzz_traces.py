@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from fuzzing import assert_clean_error, fuzz_settings
+from fuzzing import assert_clean_error, fuzz_settings, fuzz_task_limit
 from utilon.cli.app import app
 from utilon.errors import UtilonError
 from utilon.scenario.build import build_cluster
@@ -74,26 +73,15 @@ TINY = {"name": "tiny", "cluster": {"machines": [{"id": "m", "capacity": {"slots
 """A scenario whose cluster an imported cluster file replaces (``--capacity``)."""
 
 
-FUZZ_MAX_TASKS = "50000"
-"""The task limit while fuzzing: a fuzzed SLS `count` of 622,523 copies is valid but takes
-seconds to build; a lower limit keeps every input fast and exercises the limit's own path."""
-
-
 def _import(kind: str, f: Path, max_bad: float, options: dict[str, Any] | None = None
             ) -> None:
-    before = os.environ.get("UTILON_MAX_TASKS")
-    os.environ["UTILON_MAX_TASKS"] = FUZZ_MAX_TASKS
     try:
-        res = import_trace(kind, f, max_bad=max_bad, seed=1, options=options)
+        with fuzz_task_limit():
+            res = import_trace(kind, f, max_bad=max_bad, seed=1, options=options)
     except UtilonError as e:
         # an option's error names the option instead of the file
         assert_clean_error(e, *([] if options else [f.name]))
         return
-    finally:
-        if before is None:
-            del os.environ["UTILON_MAX_TASKS"]
-        else:
-            os.environ["UTILON_MAX_TASKS"] = before
     _written_loads(res, f)
 
 
