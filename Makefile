@@ -20,7 +20,7 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/utilon compare examples/facebook-mix.yaml --policies fifo,fair,fair-slots,edf-n,edf-p --out runs/demo --report
+	$(BIN)/utilon compare examples/facebook-mix.yaml --policies fifo,fair,fair-slots,edf-n,edf-p,cora,cora-ct --out runs/demo --report
 
 test: $(TSTAMP)
 	$(BIN)/python -m pytest -m "not long"

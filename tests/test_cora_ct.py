@@ -138,6 +138,23 @@ def test_policy_runs_reports_plan_error_and_puts_insensitive_jobs_last() -> None
     assert report["jobs"] == 2 and report["median_abs_s"] <= 10.0
 
 
+def test_the_margin_never_writes_off_a_job_that_can_still_beat_its_cliff() -> None:
+    """A truncated-linear job that can finish 5 s before its cliff, with a margin of one task
+    (10 s): planned with the 5 s it has, it goes first and meets it (Table III's 20% mix
+    lost such a job: planned with the full margin it looked doomed and was served last)."""
+    jobs = [{"id": "other", "submit": 0,
+             "utility": {"kind": "sigmoid", "deadline": 40.0, "p": 2.0, "mu": 0.5},
+             "stages": [{"name": "map", "durations": [10.0] * 8}]},
+            {"id": "cliff", "submit": 0,
+             "utility": {"kind": "truncated_linear", "deadline": 15.0, "slope": 0.001},
+             "stages": [{"name": "map", "durations": [10.0] * 4}]}]
+    wl = build_workload(parse_scenario(_doc(jobs), "ct.yaml"))
+    res = Simulation(wl.cluster, wl.jobs, make_policy("cora-ct")).run()
+    fin = {j: r.finish for j, r in res.core.jobs.items()}
+    assert fin["cliff"] == pytest.approx(10.0)
+    assert fin["other"] == pytest.approx(30.0)
+
+
 @pytest.mark.parametrize("bad", [{"margin": -1}, {"margin": 11}, {"resolution": 0}])
 def test_bad_parameters_are_refused(bad: dict) -> None:
     with pytest.raises(ParameterError, match="cora-ct"):

@@ -295,3 +295,37 @@ def test_calibration_knobs_of_the_table1_workload() -> None:
         assert ratio > 0.5  # N(1.25, 0.1) x active jobs, over the template's benchmark
     with pytest.raises(ValueError, match="standalone"):
         R.cora_workload(4, mix, 1, standalone="nope")
+
+
+# ------------------------------------------------------------------ standing plans
+@pytest.mark.parametrize("policy", ["cora", "cora-ct"])
+def test_a_plan_stands_between_task_completions_inside_its_slot(policy: str) -> None:
+    """``replan: slot`` solves at every event the plan did not expect and follows the plan
+    on task completions inside its first slot; ``replan: event`` solves at every event."""
+    from utilon.core.messages import Trigger
+
+    wl = load_workload(EXAMPLES / "capacity-changes.yaml")
+    seen: dict[str, list[tuple[frozenset, bool]]] = {}
+    for replan in ("slot", "event"):
+        pol = make_policy(policy, {"replan": replan})
+        log = seen[replan] = []
+        res = Simulation(wl.cluster, wl.jobs, pol, validate=True,
+                         on_decision=lambda now, s, d, log=log: log.append(
+                             (s.triggers, d.solver_seconds is not None))).run()
+        assert all(j.finish is not None for j in res.core.jobs.values())
+        assert pol.report()["solves"] == sum(solved for _, solved in log)
+        assert len(res.core.stats.solver_seconds) == pol.report()["solves"]
+    assert all(solved for _, solved in seen["event"])
+    slot = seen["slot"]
+    assert 0 < sum(solved for _, solved in slot) < len(slot)
+    for triggers, solved in slot:
+        if not triggers <= {Trigger.TASK_FINISHED}:
+            assert solved, f"{set(triggers)} must re-plan"
+
+
+def test_replan_must_be_slot_or_event() -> None:
+    from utilon.errors import UtilonError
+
+    for policy in ("cora", "cora-ct"):
+        with pytest.raises(UtilonError, match="replan must be one of slot, event"):
+            make_policy(policy, {"replan": "never"})

@@ -32,7 +32,9 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("edf-n", "edf-n", {}),
     ("edf-p", "edf-p", {}),
     ("fair-slots", "fair-slots", {"k": 2}),
-    ("cora", "cora", {}),
+    ("cora", "cora", {"replan": "event"}),  # the paper's mode: a solve at every event
+    ("cora-slot", "cora", {}),  # the default: a standing plan between task completions
+    ("cora-ct", "cora-ct", {}),
     ("rrh", "rrh", {}),
     ("rds", "rds", {"interval": 30.0, "predictor": "last"}),
     ("ras", "ras", {"interval": 10.0}),

@@ -27,14 +27,17 @@ that are continuous (a fine grid), over the fluid model of the paper's §II:
   grid's end have no deadline (CT-insensitive jobs never get one, so they yield to every job
   with a target -- the behaviour the paper reports for CORA, §III-D).
 
-Execution is re-planned at every event (as ``cora``): grants are the jobs in order of planned
-deadline (no deadline last, by submission), each taking what it can, with backfill -- EDF on
+Execution is re-planned at every event ``cora`` re-plans at (with ``replan: slot``, task
+completions within one task wave of the last plan follow it): grants are the jobs in order of
+planned deadline (no deadline last, by submission), each taking what it can, with backfill -- EDF on
 the plan's deadlines, not on the owners' targets.  The planned completion of each job (for the
 plan-vs-execution report) is that order's fluid schedule.
 
 What this is not: the fluid model ignores that a task occupies a container for its whole
 duration (a plan may split a task's work across time) and lets a capacity change take effect
-only at the next decision; both are what re-planning at every event absorbs.
+only at the next decision; both are what re-planning absorbs, and the safety margin of the
+policy (each utility read about one task duration after the fluid finish, never past the
+point where it falls to its floor) covers in the plan.
 """
 
 from __future__ import annotations
@@ -232,7 +235,8 @@ def make_grid(now: float, capacity: float, work: np.ndarray, earliest: np.ndarra
 def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces: Pieces,
          earliest: np.ndarray, resolution: float, margin: float = 1.0) -> FluidPlan:
     """The continuous-time lexicographic max-min plan for ``jobs`` (see the module doc);
-    each job's utility is read ``margin`` of its current task duration late."""
+    each job's utility is read ``margin`` of its current task duration late (at most as late
+    as its utility stays above its floor: ``_room``)."""
     now = snapshot.now
     grid = make_grid(now, capacity, pieces.work, earliest, resolution)
     times = np.maximum(grid[None, :], earliest[:, None])
@@ -241,6 +245,7 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
     # duration after the fluid one -- enough to lose most of a CT-critical job's sigmoid
     pad = margin * np.array([next((s.expected_duration for s in j.stages if s.total - s.done),
                                   0.0) for j in jobs])
+    pad = np.minimum(pad, _room(jobs, times, earliest))
     utility = np.minimum.accumulate(utility_table(jobs, times + pad[:, None]), axis=1)
     utility = np.maximum(utility, 0.0)
     views = tuple(jobs)
@@ -250,6 +255,20 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
     finish = fluid_finish(order, now, capacity, pieces, earliest)
     return FluidPlan(views, deadline, level, order, finish, float(grid[0] - now), rounds,
                      stuck)
+
+
+def _room(jobs: list[JobView], times: np.ndarray, earliest: np.ndarray) -> np.ndarray:
+    """How long after its earliest finish each job's utility stays above its floor (its
+    value at the horizon's end), on the grid ``times``.  The safety margin never exceeds it:
+    a job that can still beat a cliff (a deadline, a truncated line) is planned to, with what
+    margin it has, instead of being written off because a full margin would miss it."""
+    plain = np.minimum.accumulate(utility_table(jobs, times), axis=1)
+    above = plain > plain[:, -1:] + 1e-12
+    last = np.where(above.any(axis=1),
+                    times[np.arange(len(jobs)), above.shape[1] - 1 - np.argmax(above[:, ::-1],
+                                                                               axis=1)],
+                    earliest)
+    return np.maximum(0.0, last - earliest)
 
 
 def job_pieces(j: JobView, now: float, capacity: float, unit: float, elapsed: bool

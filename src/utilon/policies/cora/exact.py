@@ -167,6 +167,7 @@ of section 4, exponential in the worst case (the problem is NP-hard), usually sm
 
 from __future__ import annotations
 
+import copy
 import time
 from itertools import pairwise
 from typing import cast
@@ -183,7 +184,8 @@ from utilon.policies.cora.feasibility import (
 from utilon.policies.cora.firstfit import first_fit, first_fit1
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
 
-__all__ = ["deadlines_feasible", "resource_feasible", "slots_needed", "solve_exact"]
+__all__ = ["ExactSession", "deadlines_feasible", "resource_feasible", "slots_needed",
+           "solve_exact"]
 
 
 
@@ -191,11 +193,12 @@ __all__ = ["deadlines_feasible", "resource_feasible", "slots_needed", "solve_exa
 # The solver
 # --------------------------------------------------------------------------------------------
 
-class _Solver:
-    def __init__(self, inst: CoraInstance, node_limit: int | None) -> None:
-        self.inst = inst
-        self.n, self.t_n, self.r_n = inst.jobs, inst.slots, inst.resources
-        u = np.minimum.accumulate(inst.utility, axis=1)  # monotone despite 1e-12 noise
+class _Ranks:
+    """Everything the solver derives from the utility table alone (section 1's integer levels,
+    each job's top run, the per-slot orders), kept across re-solves of ``ExactSession``."""
+
+    def __init__(self, utility: np.ndarray) -> None:
+        u = np.minimum.accumulate(utility, axis=1)  # monotone despite 1e-12 noise
         self.levels, inv = np.unique(u, return_inverse=True)
         self.rank = inv.reshape(u.shape).astype(np.int64)
         self.top = self.rank[:, 0].copy()  # each job's best possible level
@@ -206,6 +209,21 @@ class _Solver:
         flat = (self.rank[:, 1:] == self.rank[:, :-1]) & (self.rank[:, 1:] < self.top[:, None])
         self.has_flat = bool(flat.any())
         self.max_level = int(self.levels.shape[0]) - 1
+        # built on first use: per column d, the jobs sorted by rank[:, d + 1]; and the rows
+        # laid end to end for ``_count_at_least``
+        self.full_order: np.ndarray | None = None
+        self.flat: np.ndarray | None = None
+
+
+class _Solver:
+    def __init__(self, inst: CoraInstance, node_limit: int | None,
+                 ranks: _Ranks | None = None) -> None:
+        self.inst = inst
+        self.n, self.t_n, self.r_n = inst.jobs, inst.slots, inst.resources
+        self.ranks = ranks = _Ranks(inst.utility) if ranks is None else ranks
+        self.levels, self.rank, self.top, self.tau = (ranks.levels, ranks.rank, ranks.top,
+                                                      ranks.tau)
+        self.has_flat, self.max_level = ranks.has_flat, ranks.max_level
         dem = inst.demand
         p = dem if inst.cap is None else np.minimum(inst.cap, dem)
         self.res = [Resource(inst.capacity[r], dem[:, r], p[:, r]) for r in range(self.r_n)]
@@ -219,13 +237,11 @@ class _Solver:
         self.dem_sum = dem.sum(axis=1)
         self.dem_mat = dem.astype(np.float64)
         self.dem1 = self.dem_mat[:, 0].copy()
-        # per column d, the jobs sorted by rank[:, d + 1] (computed once), and a compressed
-        # copy restricted to the rows in ``_rows`` (a superset of the unfixed jobs)
-        self._full_order: np.ndarray | None = None
+        # a compressed copy of ``ranks.full_order`` restricted to the rows in ``_rows`` (a
+        # superset of the unfixed jobs)
         self._order = np.zeros((0, 0), dtype=np.int64)
         self._keys = np.zeros((0, 0), dtype=np.int64)
         self._rows = np.zeros(self.n, dtype=bool)
-        self._flat: np.ndarray | None = None
 
     # -- feasibility --------------------------------------------------------------------------
     def feasible(self, dl: np.ndarray) -> bool:
@@ -249,11 +265,10 @@ class _Solver:
     def _count_at_least(self, idx: np.ndarray, lev: np.ndarray) -> np.ndarray:
         """Number of slots t with rank[i, t] >= lev_i, for the jobs ``idx``: one binary search
         in the rows laid end to end (-rank is sorted within a row, rows are offset apart)."""
-        if self._flat is None:
-            stride = self.max_level + 2
-            self._flat = ((-self.rank) + (np.arange(self.n) * stride)[:, None]).ravel()
         stride = self.max_level + 2
-        pos = np.searchsorted(self._flat, idx * stride - lev, side="right")
+        if self.ranks.flat is None:
+            self.ranks.flat = ((-self.rank) + (np.arange(self.n) * stride)[:, None]).ravel()
+        pos = np.searchsorted(self.ranks.flat, idx * stride - lev, side="right")
         return pos - idx * self.t_n
 
     def level_deadline(self, idx: np.ndarray, level: int) -> np.ndarray:
@@ -271,13 +286,15 @@ class _Solver:
         t_n = self.t_n
         if t_n < 2:
             return best
-        if (self._full_order is None or not self._rows[unf].all()
+        if (self._order.shape[1] == 0 or not self._rows[unf].all()
                 or self._order.shape[0] > 2 * unf.shape[0] + 64):
             # keep only the unfixed rows, column by column (sibling branches of the search
             # may need rows that a previous branch dropped: then start from the full order)
-            if self._full_order is None:
-                self._full_order = np.argsort(self.rank[:, 1:], axis=0, kind="stable")
-            base = self._order if self._rows[unf].all() else self._full_order
+            full = self.ranks.full_order
+            if full is None:
+                full = self.ranks.full_order = np.argsort(self.rank[:, 1:], axis=0,
+                                                          kind="stable")
+            base = self._order if self._rows[unf].all() else full
             keep = np.zeros(self.n, dtype=bool)
             keep[unf] = True
             cols = base.T
@@ -732,7 +749,51 @@ def solve_exact(inst: CoraInstance, *, node_limit: int | None = None) -> CoraSol
     final ``deadlines``, the number of ``rounds`` and of ``branchings`` and ``nodes``.
     Raises ``InfeasibleInstance`` if the jobs cannot all finish within the slots.
     """
-    start = time.perf_counter()
+    return _solve(inst, node_limit, None, time.perf_counter())
+
+
+class ExactSession:
+    """Re-solve one instance warm as its jobs' tasks finish (``FinalLP``'s counterpart).
+
+    Between two task completions only demands fall; the utility table, and with it
+    everything the solver derives from it (integer levels, top runs, per-slot job orders:
+    ``_Ranks``), stays.  A session keeps that and rebuilds only the demand side, so a
+    re-solve costs the filling pass alone.  Each ``resolve`` is exact on the current
+    demands: the same answer as ``solve_exact`` on a fresh instance (tested).
+    """
+
+    def __init__(self, inst: CoraInstance, *, node_limit: int | None = None) -> None:
+        self.inst = inst
+        self.node_limit = node_limit
+        self.demand = inst.demand.copy()
+        self._ranks: _Ranks | None = None
+
+    def task_finished(self, job: int, amount: int = 1, resource: int = 0) -> None:
+        """Job ``job`` needs ``amount`` fewer units of ``resource`` (at least one stays: a job
+        with nothing left leaves the instance, which is a new session)."""
+        if not 0 <= job < self.inst.jobs:
+            raise IndexError(f"job {job} is not in the instance ({self.inst.jobs} jobs)")
+        left = int(self.demand[job, resource]) - amount
+        if left < 1 or amount < 0:
+            raise ValueError(f"job {job} has {int(self.demand[job, resource])} units of "
+                             f"resource {resource} left; cannot finish {amount}")
+        self.demand[job, resource] = left
+
+    def resolve(self) -> CoraSolution:
+        start = time.perf_counter()
+        inst = self.inst
+        if not np.array_equal(self.demand, inst.demand):
+            # only demands fell, each to >= 1 (checked by ``task_finished``): the instance
+            # stays valid, so it is copied without validating the utility table again
+            inst = self.inst = copy.copy(inst)
+            object.__setattr__(inst, "demand", self.demand.copy())
+        if self._ranks is None and inst.jobs and inst.slots:
+            self._ranks = _Ranks(inst.utility)
+        return _solve(inst, self.node_limit, self._ranks, start)
+
+
+def _solve(inst: CoraInstance, node_limit: int | None, ranks: _Ranks | None,
+           start: float) -> CoraSolution:
     n, t_n = inst.jobs, inst.slots
     if n == 0:
         return CoraSolution(np.zeros(0, dtype=np.int64), np.zeros(0),
@@ -742,7 +803,7 @@ def solve_exact(inst: CoraInstance, *, node_limit: int | None = None) -> CoraSol
                              "deadlines": np.zeros(0, dtype=np.int64)})
     if t_n == 0:
         raise InfeasibleInstance(_infeasible_message(inst))
-    solver = _Solver(inst, node_limit)
+    solver = _Solver(inst, node_limit, ranks)
     dl = np.full(n, t_n - 1, dtype=np.int64)
     if not solver.feasible(dl):
         raise InfeasibleInstance(_infeasible_message(inst))

@@ -32,7 +32,8 @@ while the solution is steered towards good later counts; it is kept as the incum
 value max(c_{l-1}*, number of jobs whose best value u[i, 0] is <= v_l) is a lower bound on c_l
 (c_l >= c_{l-1} in every solution, and every solution satisfying the earlier constraints has
 c_{l-1} = c_{l-1}*); when the incumbent meets it, level l needs no MILP.  HiGHS runs with
-mip_rel_gap = 0 and without output.
+mip_rel_gap = 0 and without output.  It keeps HiGHS's own thread count: HiGHS's task scheduler is
+one per process, and asking for another count once it is running makes every solve fail.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ def _new_highs() -> highspy.Highs:
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 1e-9)
-    h.setOptionValue("threads", 1)
     return h
 
 

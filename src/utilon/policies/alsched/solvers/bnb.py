@@ -335,7 +335,6 @@ def milp_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs:
         return out
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
     h.setOptionValue("time_limit", max(time_limit, 0.01))
     n = len(cols)
     h.addVars(n, np.zeros(n), np.asarray([float(capacity[m] // size[j]) for j, m in cols]))

@@ -141,7 +141,7 @@ def _build(problem: Problem) -> tuple[highspy.Highs, list[dict[int, int]]]:
         if terms:
             model.row(-INF, float(cap), terms)
     h = highspy.Highs()
-    for opt, val in (("output_flag", False), ("threads", 1), ("mip_rel_gap", 0.0),
+    for opt, val in (("output_flag", False), ("mip_rel_gap", 0.0),
                      ("mip_abs_gap", 1e-9), ("mip_feasibility_tolerance", 1e-9),
                      ("primal_feasibility_tolerance", 1e-9)):
         h.setOptionValue(opt, val)
