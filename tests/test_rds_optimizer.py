@@ -293,3 +293,25 @@ def test_validation_names_field(field: str, value: Any) -> None:
 def test_properties() -> None:
     pb = case_study(1.0)
     assert (pb.jobs, pb.horizon, pb.control_horizon) == (2, 3, 3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clarabel_and_highs_reach_the_same_optimum(seed: int) -> None:
+    """The default interior-point solver and HiGHS's active-set solver agree on the optimal
+    objective (allocations may differ where the optimum is not unique)."""
+    rng = np.random.default_rng(300 + seed)
+    pb = random_problem(rng, int(rng.integers(2, 60)), 3, int(rng.integers(1, 4)),
+                        reduce=bool(seed % 2))
+    ours, ref = solve_rhc(pb), solve_rhc(pb, solver="highs")
+    assert ours.status == "optimal"
+    check_feasible(pb, ours)
+    if ref.status == "optimal":
+        assert ours.objective == pytest.approx(ref.objective, rel=1e-6, abs=1e-8)
+    else:  # HiGHS stopped early: its point can only be worse
+        assert ours.objective <= ref.objective + 1e-8
+
+
+def test_unknown_solver_is_refused() -> None:
+    pb = random_problem(np.random.default_rng(1), 2, 2, 2)
+    with pytest.raises(ValueError, match="solver must be one of clarabel, highs"):
+        solve_rhc(pb, solver="gurobi")
