@@ -74,9 +74,20 @@ def delta_cost(pb: RhcProblem, um: np.ndarray, ur: np.ndarray) -> np.ndarray:
     return one(um, pb.current_map, pb.P) + one(ur, pb.current_reduce, pb.Q)
 
 
+def tracked_shortfall(pb: RhcProblem, big: np.ndarray) -> np.ndarray:
+    """max(0, reference − Y), or per interval (``tracking: interval``): each step's progress
+    against the reference's increment."""
+    if pb.tracking == "cumulative":
+        return np.maximum(pb.reference - big, 0.0)
+    start = np.broadcast_to(pb.progress[:, None], (*big.shape[:-1], 1))
+    y = np.diff(np.concatenate([start, big], axis=-1), axis=-1)
+    ref = np.diff(np.concatenate([pb.progress[:, None], pb.reference], axis=-1), axis=-1)
+    return np.maximum(ref - y, 0.0)
+
+
 def cost_direct(pb: RhcProblem, um: np.ndarray, ur: np.ndarray) -> np.ndarray:
     """Independent (batched) evaluation of the objective."""
-    s = np.maximum(pb.reference - simulate(pb, um, ur), 0.0)
+    s = tracked_shortfall(pb, simulate(pb, um, ur))
     c = (pb.weight * s * s).sum(axis=(-1, -2))
     for j, d in enumerate(pb.deadline_step):
         if d >= 0:
@@ -97,7 +108,7 @@ def check_feasible(pb: RhcProblem, sol: RhcSolution, tol: float = 1e-7) -> None:
     np.testing.assert_allclose(sol.progress, y, atol=1e-9)
     assert (sol.progress <= 1 + 1e-6).all()
     assert (sol.shortfall >= 0).all()
-    np.testing.assert_allclose(sol.shortfall, np.maximum(pb.reference - y, 0), atol=1e-12)
+    np.testing.assert_allclose(sol.shortfall, tracked_shortfall(pb, y), atol=1e-9)
 
 
 def grid_min(pb: RhcProblem, points: int) -> float:
@@ -176,6 +187,30 @@ def test_matches_brute_force_and_slsqp(seed: int, hp: int, hc: int, reduce: bool
                                                                             abs=1e-6)
     assert sol.objective <= grid_min(pb, 31) + 1e-7
     assert sol.objective <= slsqp_min(pb, 4, rng) + 1e-6
+
+
+@pytest.mark.parametrize(("seed", "hp", "hc"), [(11, 2, 2), (12, 2, 2), (13, 3, 1), (14, 2, 1)])
+def test_interval_tracking_matches_brute_force(seed: int, hp: int, hc: int) -> None:
+    """Eq. 3 read per interval (each step's progress against the reference's increment):
+    the QP's optimum is the grid's, within the grid's resolution."""
+    rng = np.random.default_rng(seed)
+    pb = random_problem(rng, 2, hp, hc, reduce=False, capacity=rng.uniform(8, 25, hp),
+                        tracking="interval")
+    sol = solve_rhc(pb)
+    assert sol.status == "optimal"
+    check_feasible(pb, sol)
+    direct = float(cost_direct(pb, sol.u_map, sol.u_reduce))
+    assert objective(pb, sol.u_map, sol.u_reduce) == pytest.approx(sol.objective, abs=1e-6)
+    assert direct == pytest.approx(sol.objective, abs=1e-6)
+    assert sol.objective <= grid_min(pb, 41) + 1e-7
+    cumulative = solve_rhc(random_problem(np.random.default_rng(seed), 2, hp, hc,
+                                          reduce=False, capacity=pb.capacity))
+    assert cumulative.objective != pytest.approx(sol.objective)  # a different objective
+
+
+def test_tracking_must_be_known() -> None:
+    with pytest.raises(ValueError, match="tracking must be one of cumulative, interval"):
+        random_problem(np.random.default_rng(1), 2, 2, 2, tracking="total")
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -7,17 +7,25 @@ default).  Eq. 3 reads ``Σ_{i<Hp} Σ_j ||y_j(t+i) − y_ref_j(t+i)||²_{W·δ} 
 The paper leaves the exact meaning of several symbols open; this module implements the
 following reading (and why):
 
-* ``y`` is the *cumulative* progress fraction of a job, ``Y_{j,i} = Y_{j,i-1} + y_{j,i}``
-  with ``Y_{j,-1}`` the progress now: §3.1 calibrates deadlines per interval ("if the job can
-  finish one tenth of the total work in each interval, it can meet the overall deadline"),
-  so the reference is a cumulative progress curve that reaches 1 at the deadline.  The
-  per-interval progress is the linearised fuzzy model
-  ``y_{j,i} = a_j + bm_j·um_{j,i} + br_j·ur_{j,i} + ar_j·y_{j,i-1}`` with ``y_{j,-1}`` the
-  measured progress of the last interval.
-* Tracking is *one-sided*: only being behind the reference costs, through a shortfall
-  ``s_{j,i} ≥ ref_{j,i} − Y_{j,i}``, ``s ≥ 0`` with cost ``w_{j,i}·s²``.  Eq. 1 is a
-  ``(·)^+`` penalty ("the penalty remains zero until the job misses its deadline"); a
-  symmetric norm would also punish jobs for running ahead of their reference and leave
+* What Eq. 3 tracks (``tracking``). The paper: "y_j(t) is the actual progress of the job in
+  interval t and y_ref_j(t) is the expected progress that ensures meeting the job's deadline",
+  with per-interval targets ("if the job can finish one tenth of the total work in each
+  interval, it can meet the overall deadline"; §6.6: "the per-interval deadline is the ratio of
+  the overall deadline and the number of control intervals"). So ``tracking: interval``
+  compares each step's progress ``y_{j,i} = Y_{j,i} − Y_{j,i−1}`` with the reference's
+  increment over that step (the policy's default since issue 22). ``tracking: cumulative``
+  compares the cumulative progress ``Y_{j,i} = Y_{j,i-1} + y_{j,i}`` with the cumulative
+  reference -- our first reading: capacity given now then counts at every later step of the
+  horizon, so the QP spends the step it applies on jobs merely behind a trajectory, and longer
+  horizons did worse (measured in docs/reproduction-rds.md). Either way the completion bound
+  ``Y ≤ 1`` is on cumulative progress, and the deadline term below charges the tracked
+  shortfall. The per-interval progress is the linearised fuzzy model ``y_{j,i} = a_j +
+  bm_j·um_{j,i} + br_j·ur_{j,i} + ar_j·y_{j,i-1}`` with ``y_{j,-1}`` the measured progress of
+  the last interval.
+* Tracking is *one-sided*: only being behind the reference costs, through a shortfall ``s_{j,i}
+  ≥ ref_{j,i} − Y_{j,i}`` (per interval: the increments), ``s ≥ 0`` with cost ``w_{j,i}·s²``.
+  Eq. 1 is a ``(·)^+`` penalty ("the penalty remains zero until the job misses its deadline");
+  a symmetric norm would also punish jobs for running ahead of their reference and leave
   capacity idle.
 * An extra *linear* term ``miss_weight · w_{j,d_j} · s_{j,d_j}`` at the step ``d_j`` in which
   job j's deadline falls (when inside the horizon).  The quadratic tracking spreads an
@@ -77,6 +85,7 @@ import scipy.sparse as sp
 __all__ = ["SOLVERS", "RhcProblem", "RhcSolution", "objective", "solve_rhc"]
 
 FloatArray = np.ndarray
+TRACKING = ("cumulative", "interval")
 
 
 def _arr(name: str, value: object, shape: tuple[int, ...], *, nonneg: bool = False,
@@ -117,9 +126,13 @@ class RhcProblem:
     deadline_step: np.ndarray  # (J,) int, -1 = deadline beyond the horizon
     scale: float = 1.0
     miss_weight: float = 1.0
+    tracking: str = "cumulative"  # what Eq. 3 tracks: cumulative Y, or each interval's y
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: store the validated float copies
+        if self.tracking not in TRACKING:
+            raise ValueError(f"tracking must be one of {', '.join(TRACKING)}, "
+                             f"got {self.tracking!r}")
         cap = _arr("capacity", self.capacity, np.shape(self.capacity), nonneg=True)
         if cap.ndim != 1 or cap.size == 0:
             raise ValueError(f"capacity must be a non-empty 1-D array, got shape {cap.shape}")
@@ -207,6 +220,20 @@ def _response(pb: RhcProblem) -> tuple[FloatArray, FloatArray]:
     return c, g
 
 
+def _tracked(pb: RhcProblem, c: FloatArray, g: FloatArray
+             ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(c, G, reference)`` of what the tracking term compares: cumulative progress Y (our
+    default reading), or each interval's progress y_i = Y_i - Y_{i-1} against the
+    reference's per-interval increments (``tracking: interval``, Eq. 3 read literally:
+    "y_j(t) is the actual progress of the job in interval t")."""
+    if pb.tracking == "cumulative":
+        return c, g, pb.reference
+    prev_c = np.hstack([pb.progress[:, None], c[:, :-1]])
+    prev_g = np.concatenate([np.zeros_like(g[:, :1]), g[:, :-1]], axis=1)
+    prev_r = np.hstack([pb.progress[:, None], pb.reference[:, :-1]])
+    return c - prev_c, g - prev_g, pb.reference - prev_r
+
+
 def _progress(pb: RhcProblem, um: FloatArray, ur: FloatArray,
               resp: tuple[FloatArray, FloatArray] | None = None) -> FloatArray:
     c, g = resp if resp is not None else _response(pb)
@@ -220,7 +247,8 @@ def objective(problem: RhcProblem, u_map: FloatArray, u_reduce: FloatArray) -> f
     pb = problem
     um = np.asarray(u_map, dtype=np.float64).reshape(pb.jobs, pb.control_horizon)
     ur = np.asarray(u_reduce, dtype=np.float64).reshape(pb.jobs, pb.control_horizon)
-    s = np.maximum(pb.reference - _progress(pb, um, ur), 0.0)
+    ct, gt, ref = _tracked(pb, *_response(pb))
+    s = np.maximum(ref - _progress(pb, um, ur, (ct, gt)), 0.0)
     cost = float((pb.weight * s * s).sum())
     hit = np.flatnonzero(pb.deadline_step >= 0)
     d = pb.deadline_step[hit]
@@ -307,10 +335,15 @@ def solve_rhc(problem: RhcProblem, *, time_limit: float = 5.0,
     # range of the allocation-dependent part of Y over the box
     y_hi = _part(am, cap_m, True) + _part(arr, cap_r, True)  # max of Σ coef·u
     y_lo = _part(am, cap_m, False) + _part(arr, cap_r, False)  # min of Σ coef·u
+    # the tracked quantity (Y, or each interval's y) and its coefficients
+    ct, gt, ref = _tracked(pb, c, g)
+    am_t = (sc * pb.gain_map)[:, None, None] * gt
+    arr_t = (sc * pb.gain_reduce)[:, None, None] * gt
+    t_lo = _part(am_t, cap_m, False) + _part(arr_t, cap_r, False)
 
     # shortfall rows  Σ coef·u + s >= ref − c  only where s can be positive and costs
-    need = pb.reference - c
-    short = (pb.weight > 0) & (need > y_lo + 1e-12)
+    need = ref - ct
+    short = (pb.weight > 0) & (need > t_lo + 1e-12)
     # completion rows  Σ coef·u <= max(1 − c, y_lo)  only where they can bind
     ub_y = np.maximum(1.0 - c, y_lo)
     comp = y_hi > ub_y + 1e-12
@@ -322,12 +355,12 @@ def solve_rhc(problem: RhcProblem, *, time_limit: float = 5.0,
     lo_l: list[np.ndarray] = []
     hi_l: list[np.ndarray] = []
     nrow = 0
-    for mask, with_s in ((short, True), (comp, False)):
+    for mask, with_s, coefs in ((short, True, (am_t, arr_t)), (comp, False, (am, arr))):
         rid = np.full((nj, hp), -1, dtype=np.int64)
         cnt = int(mask.sum())
         rid[mask] = nrow + np.arange(cnt)
         r = rid[jj, ii]
-        for coef, off in ((am, 0), (arr, hc)):
+        for coef, off in zip(coefs, (0, hc), strict=True):
             v = coef.ravel()
             keep = (r >= 0) & (v != 0)
             rows_l.append(r[keep])
@@ -475,8 +508,9 @@ def _finish(pb: RhcProblem, resp: tuple[FloatArray, FloatArray], x: FloatArray |
         if not status.startswith("feasible"):
             um, ur = fb_m, fb_r
     y = _progress(pb, um, ur, resp)
-    return RhcSolution(um, ur, y, np.maximum(pb.reference - y, 0.0), obj, status,
-                       time.perf_counter() - t0)
+    ct, gt, ref = _tracked(pb, *resp)
+    short = np.maximum(ref - _progress(pb, um, ur, (ct, gt)), 0.0)
+    return RhcSolution(um, ur, y, short, obj, status, time.perf_counter() - t0)
 
 def _clarabel(hess: sp.csc_matrix, q: FloatArray, a: sp.csc_matrix, row_lo: FloatArray,
               row_hi: FloatArray, lower: FloatArray, upper: FloatArray,

@@ -12,13 +12,15 @@ every ``interval`` seconds (10 minutes, §5.2):
    timeline (the "ideal scheduler" of §2.2).
 3. **Optimize** (§3.1, Eq. 3): every active job becomes a row of the receding-horizon QP
    (``optimizer.py``): its fuzzy model linearized at its operating point gives progress per
-   unit of map and reduce allocation; its reference is the uniform per-interval trajectory
-   from its progress now to 1 at its deadline (§6.6: "the per-interval deadline is the ratio
-   of the overall deadline and the number of control intervals"), recomputed each step; its
-   weight is ω_j × δ_j(t + i) (Eq. 4, the job's utility relative to its value on time — for
-   a ``soft_hard`` utility with hard = 2 × soft that is exactly δ).  Once the soft bound has
-   passed the reference aims at the hard bound, after that at "as soon as possible" (with
-   δ = 0 such a job only gets capacity nobody else wants).  The first step is applied.
+   unit of map and reduce allocation; its reference is the uniform per-interval trajectory from
+   its progress now to 1 at its deadline (§6.6: "the per-interval deadline is the ratio of the
+   overall deadline and the number of control intervals"), recomputed each step, and Eq. 3
+   compares each interval's progress with that trajectory's increment over the interval
+   (``tracking: interval``; ``cumulative`` compares cumulative progress, our reading before
+   issue 22); its weight is ω_j × δ_j(t + i) (Eq. 4, the job's utility relative to its value on
+   time — for a ``soft_hard`` utility with hard = 2 × soft that is exactly δ). Once the soft
+   bound has passed the reference aims at the hard bound, after that at "as soon as possible"
+   (with δ = 0 such a job only gets capacity nobody else wants). The first step is applied.
 4. **Job management and Algorithm 1** (§4.3, ``slots.py``).
 
 Between control steps the policy is called at arrivals (fast path; and a re-plan when the
@@ -56,7 +58,7 @@ from utilon.model.cluster import Cluster
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 from utilon.policies.rds.accuracy import JobHistory, record_finish
 from utilon.policies.rds.capacity import CapacityProfile, effective_capacity
-from utilon.policies.rds.optimizer import RhcProblem, solve_rhc
+from utilon.policies.rds.optimizer import TRACKING, RhcProblem, solve_rhc
 from utilon.policies.rds.predict import PredictionLog, Predictor, make_predictor, predictor_names
 from utilon.policies.rds.progress import (
     FLUID_BAND,
@@ -139,7 +141,10 @@ class Rds(Policy):
                  Q: tuple[float, ...] = PAPER_Q, miss_weight: float = 1.0,
                  fast_path: bool = True, work_conserving: bool = True,
                  progress_error: float = 0.0, seed: int = 0, profile: str = "",
-                 history: float = 7 * 86400.0, late_weight: float = 0.1) -> None:
+                 history: float = 7 * 86400.0, late_weight: float = 0.1,
+                 tracking: str = "interval") -> None:
+        if tracking not in TRACKING:
+            raise ValueError(f"tracking must be one of {', '.join(TRACKING)}, got {tracking!r}")
         if not interval > 0:
             raise ValueError("interval must be > 0 seconds")
         if horizon < 1:
@@ -168,6 +173,7 @@ class Rds(Policy):
         self.profile = profile
         self.history = float(history)
         self.late_weight = late_weight
+        self.tracking = tracking
         self.tick = self.interval
         self._hc = control_horizon or horizon
         self._models: dict[str, ProgressModel] = _load_profile(profile) if profile else {}
@@ -382,7 +388,8 @@ class Rds(Policy):
             gain_prev=arr["ar"], cap_map=arr["capm"], cap_reduce=cap_reduce,
             current_map=arr["curm"], current_reduce=arr["curr"], capacity=capacity,
             P=_per_step(self.P, hc), Q=_per_step(self.Q, hc), deadline_step=deadline_step,
-            scale=max(r_a, float(capacity.max()), 1.0), miss_weight=self.miss_weight)
+            scale=max(r_a, float(capacity.max()), 1.0), miss_weight=self.miss_weight,
+            tracking=self.tracking)
         start = time.perf_counter()
         sol = solve_rhc(problem)
         seconds = time.perf_counter() - start
