@@ -43,6 +43,7 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("alsched", {"interval": 7.0}),
     ("ras", {"interval": 10.0}),
     ("rds", {"predictor": "oracle", "interval": 60.0}),
+    ("rds", {"objective": "deadline", "interval": 60.0}),
     ("cora", {"replan": "event"}),
     ("cora-ct", {"replan": "event"}),
 )

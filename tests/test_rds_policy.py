@@ -125,6 +125,44 @@ def test_rds_parameter_errors(tmp_path: Path) -> None:
     bad.write_text("{}")
     with pytest.raises(ParameterError, match="not a progress-model profile"):
         make_policy("rds", {"profile": str(bad)})
+    with pytest.raises(ParameterError, match="objective must be one of paper, deadline"):
+        make_policy("rds", {"objective": "edf"})
+    with pytest.raises(ParameterError, match="urgency must be >= 1"):
+        make_policy("rds", {"urgency": 0.5})
+    with pytest.raises(ParameterError, match="tracking must be one of cumulative, interval"):
+        make_policy("rds", {"tracking": "total"})
+
+
+def test_deadline_objective_prices_lateness_by_deadline_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``objective: deadline``: every job's reference is as much progress as it can make, and
+    its weight is its own times urgency^-k for the k-th earliest soft bound; the paper's
+    objective weights by δ and tracks the uniform trajectory to the deadline."""
+    import utilon.policies.rds.policy as P
+
+    seen = []
+    solve = P.solve_rhc
+
+    def spy(problem, **kw):  # type: ignore[no-untyped-def]
+        seen.append(problem)
+        return solve(problem, **kw)
+
+    monkeypatch.setattr(P, "solve_rhc", spy)
+    cluster = make_cluster(2, slots=2)
+    jobs = [make_job(name, submit=0.0, maps=40, reduces=0, dur=60.0,
+                     utility=SoftHard(0.0, soft, 2 * soft))
+            for name, soft in (("late", 3000.0), ("early", 1500.0), ("mid", 2400.0))]
+    run(cluster, jobs, "rds", interval=300.0, predictor="last", objective="deadline",
+        urgency=3.0)
+    first = next(p for p in seen if p.jobs == 3)
+    np.testing.assert_allclose(first.weight[:, 0], [1 / 9, 1.0, 1 / 3])
+    # a full interval at all the slots a job can use finishes these jobs: the reference is 1
+    np.testing.assert_allclose(first.reference[:, 0], 1.0)
+    seen.clear()
+    run(cluster, jobs, "rds", interval=300.0, predictor="last")
+    paper = next(p for p in seen if p.jobs == 3)
+    np.testing.assert_allclose(paper.weight[:, 0], [1.0, 1.0, 1.0])
+    assert (paper.reference[:, 0] < 0.5).all()  # the uniform trajectory to the deadline
 
 
 def test_constant_utility_jobs_still_run() -> None:

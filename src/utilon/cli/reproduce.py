@@ -121,7 +121,8 @@ def rds(
                   "RDS: less penalty (paper)", "RDS: less penalty (ours)"):
             tt.add_column(c, justify="left" if c == "scheduler" else "right")
         names = {"rds-no-decay": "rds, no δ decay", "rds-h1": "rds, H = 1",
-                 "rds-cumulative": "rds, cumulative Y"}
+                 "rds-cumulative": "rds, cumulative Y",
+                 "rds-deadline": "rds, objective: deadline"}
         for s, r in res["table3"][mode].items():
             f7 = res["fig7"][mode].get(s, {})
             paper = R.PAPER_FIG7[mode].get(s)

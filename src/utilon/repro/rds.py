@@ -225,6 +225,8 @@ def variants(profile: Path, quick: bool) -> dict[str, tuple[str, dict[str, Any]]
     out["rds-no-decay"] = ("rds", {**rds, "late_weight": 1.0})  # δ's discount switched off
     # Eq. 3 tracking cumulative progress (our first reading) instead of each interval's
     out["rds-cumulative"] = ("rds", {**rds, "tracking": "cumulative"})
+    # the deadline-aware variant of issue 22: ASAP references, weights by deadline rank
+    out["rds-deadline"] = ("rds", {**rds, "objective": "deadline"})
     for e in ((35,) if quick else (10, 20, 35)):
         out[f"rds-err{e}"] = ("rds", {**rds, "progress_error": e / 100.0, "seed": e})
     for h in ((1,) if quick else (1, 2, 4, 6)):
@@ -326,8 +328,8 @@ def case_study(out: Path) -> dict[str, Any]:
 
 def table3_rows(runs: dict[str, list[Run]]) -> dict[str, Any]:
     out = {}
-    for label in (*BASELINES, "rds", *(v for v in ("rds-no-decay", "rds-h1", "rds-cumulative")
-                                       if v in runs)):
+    for label in (*BASELINES, "rds", *(v for v in ("rds-no-decay", "rds-h1", "rds-cumulative",
+                                                   "rds-deadline") if v in runs)):
         rs = runs[label]
         per_job: dict[str, list[float]] = {}
         for r in rs:

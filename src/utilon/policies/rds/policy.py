@@ -72,6 +72,7 @@ from utilon.policies.rds.slots import dynamic_slot_grants
 PAPER_P = (0.0107, 0.0096, 0.0132)  # §5.2, map-allocation change penalties per control step
 PAPER_Q = (0.0173, 0.0168, 0.0194)  # §5.2, reduce
 OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free progress
+OBJECTIVES = ("paper", "deadline")  # Eq. 3 as written, or the deadline-aware variant
 
 
 def job_work(job: JobView) -> tuple[float, float]:
@@ -142,7 +143,15 @@ class Rds(Policy):
                  fast_path: bool = True, work_conserving: bool = True,
                  progress_error: float = 0.0, seed: int = 0, profile: str = "",
                  history: float = 7 * 86400.0, late_weight: float = 0.1,
-                 tracking: str = "interval") -> None:
+                 tracking: str = "interval", objective: str = "paper",
+                 urgency: float = 4.0) -> None:
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
+                             f"got {objective!r}")
+        if not urgency >= 1:
+            raise ValueError("urgency must be >= 1 (the weight ratio between deadline ranks)")
+        self.objective = objective
+        self.urgency = urgency
         if tracking not in TRACKING:
             raise ValueError(f"tracking must be one of {', '.join(TRACKING)}, got {tracking!r}")
         if not interval > 0:
@@ -382,6 +391,17 @@ class Rds(Policy):
             # δ of a step: whether the job's SLO is already violated when the step begins
             weight[row] = j.weight * np.maximum(
                 _delta(j, now + self.interval * (steps - 1)), self.late_weight)
+            if self.objective == "deadline":
+                # as soon as the job can: the progress of a whole interval at the most
+                # allocation it can use now; lateness is priced by the deadline order below
+                rate = bm * arr["capm"][row] if rem_m else br * cap_reduce[row, 0]
+                reference[row] = np.minimum(1.0, prog + max(rate, 1e-9) * steps)
+                weight[row] = j.weight
+        if self.objective == "deadline" and n:
+            # the k-th earliest soft bound weighs urgency^-k: the QP serves jobs in deadline
+            # order where they compete, and still plans with the capacity forecast
+            rank = np.argsort(np.argsort([j.goal for j in jobs], kind="stable"), kind="stable")
+            weight *= (self.urgency ** -rank.astype(float))[:, None]
         problem = RhcProblem(
             progress=arr["progress"], last_step=arr["last"], reference=reference,
             weight=weight, offset=arr["a"], gain_map=arr["bm"], gain_reduce=arr["br"],
