@@ -41,6 +41,17 @@ def test_algorithm1_orders_by_deficit_and_caps_at_target() -> None:
     assert "w" not in [g.job for g in strict.grants]
 
 
+def test_algorithm1_by_deadline_keeps_the_targets_and_orders_by_soft_bound() -> None:
+    """The deadline-aware variant: the same targets, the running queue by soft bound."""
+    jobs = [_view("a", running=4, ready=10, goal=300.0), _view("b", running=0, ready=10,
+                                                               goal=200.0),
+            _view("c", running=6, ready=10, goal=100.0)]
+    d = dynamic_slot_grants(jobs, {"a": 5.0, "b": 3.0, "c": 2.0}, [], r_slot=1.0,
+                            by_deadline=True)
+    assert [g.job for g in d.grants] == ["c", "b", "a"]
+    assert [g.slots for g in d.grants] == [2, 3, 5]
+
+
 def test_algorithm1_fast_path_first_and_slot_size() -> None:
     jobs = [_view("a", running=0, ready=10), _view("f", running=0, ready=3)]
     d = dynamic_slot_grants(jobs, {"a": 4.0}, ["f"], r_slot=2.0)
@@ -65,7 +76,10 @@ def _case() -> tuple:
 
 
 @pytest.mark.parametrize(("policy", "params", "j2_met"), [
-    ("fifo", {}, False), ("fair", {}, False), ("rds", {"predictor": "oracle"}, True)])
+    ("fifo", {}, False), ("fair", {}, False), ("rds", {"predictor": "oracle"}, True),
+    # the deadline-aware variant meets both with ARIMA, which sees only the past: when the
+    # cluster slows down unexpectedly, J2, due first, keeps its planned slots
+    ("rds", {"predictor": "arima", "objective": "deadline"}, True)])
 def test_case_study_table1(policy: str, params: dict, j2_met: bool) -> None:
     wl, _ = _case()
     res = run_policy(wl, policy, params)

@@ -313,11 +313,14 @@ def case_study(out: Path) -> dict[str, Any]:
     """Table 1 / Fig. 2: FIFO, Fair and the ideal scheduler (rds + oracle), plus rds."""
     wl = workload_of(case_study_document())
     rows: dict[str, Any] = {}
-    for label, policy, params in (("fifo", "fifo", {}), ("fair", "fair", {}),
-                                  ("ideal (rds + oracle)", "rds", {"predictor": "oracle"}),
-                                  ("rds (arima)", "rds", {"predictor": "arima"}),
-                                  ("edf-p", "edf-p", {})):
-        run = run_one(wl, label, policy, params, out / label.split(" ")[0])
+    for label, policy, params, where in (
+            ("fifo", "fifo", {}, "fifo"), ("fair", "fair", {}, "fair"),
+            ("ideal (rds + oracle)", "rds", {"predictor": "oracle"}, "ideal"),
+            ("rds (arima)", "rds", {"predictor": "arima"}, "rds"),
+            ("rds, objective: deadline (arima)", "rds",
+             {"predictor": "arima", "objective": "deadline"}, "rds-deadline"),
+            ("edf-p", "edf-p", {}, "edf-p")):
+        run = run_one(wl, label, policy, params, out / where)
         rows[label] = {r["id"]: {"finish_min": round(r["finish"] / 60.0, 2)
                                  if r["finish"] is not None else None,
                                  "deadline_min": round(r["goal"] / 60.0, 2),

@@ -229,7 +229,8 @@ class Rds(Policy):
                                      measure=Trigger.TICK in snapshot.triggers)
         targets = {k: t.target_map + t.target_reduce for k, t in self._tracks.items()}
         decision = dynamic_slot_grants(snapshot.jobs, targets, self._fast, r_slot,
-                                       work_conserving=self.work_conserving)
+                                       work_conserving=self.work_conserving,
+                                       by_deadline=self.objective == "deadline")
         self._last_rslot = r_slot
         self._last_cap = r_a
         if solver_s is None:

@@ -40,11 +40,14 @@ def whole_slots(target: float, r_slot: float) -> int:
 
 def dynamic_slot_grants(jobs: Sequence[JobView], targets: Mapping[str, float],
                         first: Sequence[str], r_slot: float, *,
-                        work_conserving: bool = True) -> Decision:
+                        work_conserving: bool = True, by_deadline: bool = False) -> Decision:
     """Algorithm 1 as an ordered grant list.
 
     ``targets``: capacity target (slots × speed) of each job in the running queue;
-    ``first``: fast-path jobs, served before everyone else in the order given.
+    ``first``: fast-path jobs, served before everyone else in the order given;
+    ``by_deadline``: order the running queue by soft bound instead of deficit (the
+    deadline-aware variant: when the cluster delivers less than planned, the earliest
+    deadline keeps its slots).
     """
     r_slot = max(r_slot, 1e-12)
     front = set(first)
@@ -55,8 +58,8 @@ def dynamic_slot_grants(jobs: Sequence[JobView], targets: Mapping[str, float],
         if j.id in front:
             continue
         if j.id in targets and (targets[j.id] > 1e-12 or j.running):
-            deficit = targets[j.id] - j.running * r_slot
-            running.append((-deficit, j.submit, pos, j))
+            key = j.goal if by_deadline else -(targets[j.id] - j.running * r_slot)
+            running.append((key, j.submit, pos, j))
         else:
             waiting.append(j)
     running.sort(key=lambda r: r[:3])
