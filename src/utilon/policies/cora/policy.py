@@ -211,9 +211,10 @@ class _PlanLog:
     *Plan vs execution*: the completion each job's last plan gave it against the realised one
     (``Policy.job_finished``), reported in ``policy_report``."""
 
-    replan = "slot"
-
-    def _init_plan_log(self) -> None:
+    def _init_plan_log(self, replan: str) -> None:
+        if replan not in REPLAN:
+            raise ValueError(f"replan must be one of {', '.join(REPLAN)}, got {replan!r}")
+        self.replan = replan
         # job -> (planned completion at the last decision, slot length of that plan)
         self._planned: dict[str, tuple[float, float]] = {}
         self.plan_log: list[tuple[str, float, float, float]] = []  # job, planned, real, L
@@ -270,8 +271,6 @@ class _CoraBase(_PlanLog, Policy):
                  backfill: bool = True, node_limit: int = 20_000, steep: float = 0.0,
                  elapsed: bool = False, front_load: bool = False,
                  replan: str = "slot") -> None:
-        if replan not in REPLAN:
-            raise ValueError(f"replan must be one of {', '.join(REPLAN)}, got {replan!r}")
         if slot < 0:
             raise ValueError("slot must be >= 0 (0: automatic)")
         if spare < 0:
@@ -288,10 +287,9 @@ class _CoraBase(_PlanLog, Policy):
         self.steep = steep
         self.elapsed = elapsed
         self.front_load = front_load
-        self.replan = replan
         self.inexact = 0  # decisions where the branch and bound hit node_limit
         self.last: tuple[Slotted, CoraSolution] | None = None  # for per-event analysis
-        self._init_plan_log()
+        self._init_plan_log(replan)
 
     @abstractmethod
     def solve(self, inst: CoraInstance) -> CoraSolution:
@@ -364,8 +362,6 @@ class CoraContinuous(_PlanLog, Policy):
 
     def __init__(self, resolution: float = 1.0, margin: float = 1.0, elapsed: bool = True,
                  backfill: bool = True, replan: str = "slot") -> None:
-        if replan not in REPLAN:
-            raise ValueError(f"replan must be one of {', '.join(REPLAN)}, got {replan!r}")
         if not resolution > 0:
             raise ValueError("resolution must be > 0 seconds")
         if not 0 <= margin <= 10:
@@ -374,10 +370,9 @@ class CoraContinuous(_PlanLog, Policy):
         self.margin = margin
         self.elapsed = elapsed
         self.backfill = backfill
-        self.replan = replan
         self.stuck = 0
         self.last_plan: FluidPlan | None = None
-        self._init_plan_log()
+        self._init_plan_log(replan)
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         standing = self._standing(snapshot)
