@@ -7,7 +7,11 @@ scheduler can beat -- each job alone on the empty cluster at its own submission 
 About half a minute per seed on 2 cores.  Also, per seed, where ``cora-ct``'s sum goes
 against EDF's (``trades``): the utility it loses on the jobs EDF serves better, the utility it
 gains on the others, and the largest losses beside the gains on jobs valued below them --
-what a lexicographic max-min over absolute utilities trades away.
+what a lexicographic max-min over absolute utilities trades away.  And, for ``cora-ct``
+with ``above_min: edf`` (only the max-min level, EDF above it), ``overrides``: at how many
+decisions the minimum of the jobs present moved a job ahead of EDF's order, whether any moved
+job is the one that pins the run's minimum, and what the moved jobs gained against what the
+others lost, both against EDF.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from utilon.runner import run_policy
 
 MIX = {"critical": 0.2, "sensitive": 0.6, "insensitive": 0.2}
 CONFIGS = (("edf-p", None), ("fifo", None), ("rrh", None), ("fair", None), ("cora", None),
-           ("cora-ct", None), ("cora-ct", {"margin": 0.0}))
+           ("cora-ct", None), ("cora-ct", {"margin": 0.0}), ("cora-ct", {"above_min": "edf"}))
 
 
 def trades(edf: dict, ct: dict) -> dict:
@@ -35,6 +39,24 @@ def trades(edf: dict, ct: dict) -> dict:
         "jobs_gained": sum(d > 1e-9 for d, _ in diff),
         "largest_losses": [{"job": j, "edf": edf[j]["utility"], "cora-ct": ct[j]["utility"]}
                            for d, j in diff[:3] if d < 0],
+    }
+
+
+def overrides(edf: dict, out, classes: tuple[str, ...] = ("critical", "sensitive")) -> dict:
+    """What ``above_min: edf``'s departures from EDF bought (``out``: its run)."""
+    report = out.summary["policy_report"]
+    moved = set(report["moved_up"])
+    rows = [r for r in out.rows if r["class"] in classes]
+    pin = min(rows, key=lambda r: r["utility"])
+    return {
+        "decisions": out.summary["decisions"],
+        "overrides": report["edf_overrides"],
+        "jobs_moved_up": len(moved),
+        "run_minimum_job_moved": pin["id"] in moved,
+        "moved_gained": round(sum(r["utility"] - edf[r["id"]]["utility"] for r in rows
+                                  if r["id"] in moved), 3),
+        "others_gained": round(sum(r["utility"] - edf[r["id"]]["utility"] for r in rows
+                                   if r["id"] not in moved), 3),
     }
 
 
@@ -54,6 +76,8 @@ def main() -> None:
             if not params:
                 rows[name] = {r["id"]: r for r in o.rows
                               if r["class"] in ("critical", "sensitive")}
+            if params == {"above_min": "edf"}:
+                row["overrides"] = overrides(rows["edf-p"], o)
             umin, usum = R._u_stats(o.rows, ("critical", "sensitive"))
             label = name + (json.dumps(params, sort_keys=True) if params else "")
             row[label] = {"min": round(umin, 4), "sum": round(usum, 2),
@@ -63,12 +87,17 @@ def main() -> None:
         print(f"seed {seed}: bound {row['alone_bound']['min']:.4f} / "
               f"{row['alone_bound']['sum']:.2f}; " + "; ".join(
                   f"{k} {v['min']:.4f} / {v['sum']:.2f}" for k, v in row.items()
-                  if k not in ("alone_bound", "trades")), flush=True)
+                  if k not in ("alone_bound", "trades", "overrides")), flush=True)
         t = row["trades"]
         print(f"  cora-ct vs edf-p: lost {t['lost']} on {t['jobs_lost']} jobs, gained "
               f"{t['gained']} on {t['jobs_gained']}; largest losses " + ", ".join(
                   f"{x['job']} {x['edf']:.3f} -> {x['cora-ct']:.3f}"
                   for x in t["largest_losses"]), flush=True)
+        v = row["overrides"]
+        print(f"  above_min edf: {v['overrides']} of {v['decisions']} decisions left EDF's "
+              f"order, moving {v['jobs_moved_up']} jobs up (the run's minimum among them: "
+              f"{v['run_minimum_job_moved']}); they gained {v['moved_gained']}, the others "
+              f"{v['others_gained']}", flush=True)
     a.json.write_text(json.dumps({"workload": R.CALIBRATED, "seeds": out}, indent=2) + "\n",
                       encoding="utf-8")
 

@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
+from utilon.core import JobSubmitted
+from utilon.core.scheduler import SchedulerCore
 from utilon.errors import ParameterError
 from utilon.model.utility import Constant, Sigmoid
 from utilon.policies import make_policy
@@ -19,6 +21,7 @@ from utilon.policies.cora.continuous import (
     Pieces,
     fluid_feasible,
     fluid_finish,
+    protected_edf_order,
     solve_fluid,
 )
 from utilon.scenario.build import build_workload
@@ -155,7 +158,58 @@ def test_the_margin_never_writes_off_a_job_that_can_still_beat_its_cliff() -> No
     assert fin["other"] == pytest.approx(30.0)
 
 
-@pytest.mark.parametrize("bad", [{"margin": -1}, {"margin": 11}, {"resolution": 0}])
+def _two_jobs(poor_goal: float) -> list[dict]:
+    """A rich job (p = 5, goal 25) and a poor one (p = 1): served second, the poor job is the
+    minimum; a gentle slope lets either order keep some value."""
+    return [{"id": "rich", "submit": 0,
+             "utility": {"kind": "sigmoid", "deadline": 25.0, "p": 5.0, "mu": 0.05},
+             "stages": [{"name": "map", "durations": [10.0] * 8}]},
+            {"id": "poor", "submit": 0,
+             "utility": {"kind": "sigmoid", "deadline": poor_goal, "p": 1.0, "mu": 0.1},
+             "stages": [{"name": "map", "durations": [10.0] * 8}]}]
+
+
+@pytest.mark.parametrize("above_min", ["leximin", "edf"])
+def test_the_max_min_level_moves_up_a_job_edf_would_sink(above_min: str) -> None:
+    """EDF serves the rich job first and leaves the poor one 0.27; either objective of
+    ``cora-ct`` serves the poor job first (0.73, the rich job still 1.6)."""
+    wl = build_workload(parse_scenario(_doc(_two_jobs(30.0)), "ct.yaml"))
+    fin = {}
+    for name, params in (("edf-p", {}), ("cora-ct", {"above_min": above_min})):
+        pol = make_policy(name, params)
+        res = Simulation(wl.cluster, wl.jobs, pol).run()
+        fin[name] = {j: r.finish for j, r in res.core.jobs.items()}
+    assert fin["edf-p"] == {"rich": pytest.approx(20.0), "poor": pytest.approx(40.0)}
+    assert fin["cora-ct"] == {"rich": pytest.approx(40.0), "poor": pytest.approx(20.0)}
+    report = pol.report()
+    if above_min == "edf":
+        assert report["edf_overrides"] >= 1 and report["moved_up"] == ["poor"]
+    else:
+        assert "edf_overrides" not in report
+
+
+def test_above_the_minimum_the_order_is_edf() -> None:
+    """Room for one job at a time: a floor that EDF's order keeps leaves it alone; a floor
+    EDF's order misses moves that job ahead of the one whose goal is earlier."""
+    wl = build_workload(parse_scenario(_doc(_two_jobs(30.0)), "ct.yaml"))
+    core = SchedulerCore(wl.cluster, make_policy("fifo"))
+    core.handle(0.0, [JobSubmitted(j) for j in wl.jobs])
+    views = core.snapshot().jobs
+    pieces = Pieces(work=np.array([80.0, 80.0, 0.0, 0.0]), cap=np.array([4.0, 4.0, 1.0, 1.0]),
+                    offset=np.zeros(4))
+    earliest = np.array([20.0, 20.0])
+    order, finish = protected_edf_order(views, np.array([np.inf, 40.0]), 0.0, 4.0, pieces,
+                                        earliest)
+    assert [views[i].id for i in order] == ["rich", "poor"]
+    assert finish.tolist() == pytest.approx([20.0, 40.0])
+    order, finish = protected_edf_order(views, np.array([np.inf, 30.0]), 0.0, 4.0, pieces,
+                                        earliest)
+    assert [views[i].id for i in order] == ["poor", "rich"]
+    assert finish.tolist() == pytest.approx([40.0, 20.0])
+
+
+@pytest.mark.parametrize("bad", [{"margin": -1}, {"margin": 11}, {"resolution": 0},
+                                 {"above_min": "sum"}])
 def test_bad_parameters_are_refused(bad: dict) -> None:
     with pytest.raises(ParameterError, match="cora-ct"):
         make_policy("cora-ct", bad)

@@ -46,6 +46,7 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("rds", {"objective": "deadline", "interval": 60.0}),
     ("cora", {"replan": "event"}),
     ("cora-ct", {"replan": "event"}),
+    ("cora-ct", {"above_min": "edf"}),
 )
 
 

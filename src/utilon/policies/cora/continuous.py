@@ -66,6 +66,7 @@ class FluidPlan:
     step: float  # the grid's step, seconds
     rounds: int  # progressive-filling rounds
     stuck: int  # rounds where no job was individually blocked (all at the level fixed)
+    moved: tuple[str, ...] = ()  # above_min edf: jobs served ahead of their place in EDF
 
 
 def fluid_need(now: float, capacity: float, work: np.ndarray, cap: np.ndarray,
@@ -104,14 +105,16 @@ class Pieces:
 
 
 def solve_fluid(now: float, capacity: float, pieces: Pieces, earliest: np.ndarray,
-                utility: np.ndarray, grid: np.ndarray
+                utility: np.ndarray, grid: np.ndarray, max_rounds: int = 0
                 ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Progressive filling over the candidate times ``grid`` (absolute, increasing).
 
     ``utility[i, k]`` is job i's utility if it finishes at max(grid[k], earliest[i]), non-
-    increasing in k.  Returns (deadlines, levels, rounds, stuck)."""
+    increasing in k.  ``max_rounds`` > 0 stops after that many rounds (1: only the max-min
+    level, every job's deadline the latest time it is still worth it).  Returns (deadlines,
+    levels, rounds, stuck)."""
     work, cap = pieces.work, pieces.cap
-    n, k = utility.shape
+    n = utility.shape[0]
     times = np.maximum(grid[None, :], earliest[:, None])
     top = utility[:, 0]
     deadline = np.full(n, np.inf)
@@ -120,12 +123,7 @@ def solve_fluid(now: float, capacity: float, pieces: Pieces, earliest: np.ndarra
 
     def at(v: float, rows: np.ndarray) -> np.ndarray:
         """Deadlines of ``rows`` at level v (each capped at its own top value)."""
-        u = utility[rows]
-        vv = np.minimum(v, top[rows])
-        idx = (u >= vv[:, None] * (1 - 1e-12)).sum(axis=1) - 1  # last index still >= v
-        out = times[rows, np.maximum(idx, 0)]
-        out[idx >= k - 1] = np.inf  # still worth v at the grid's end: no deadline
-        return out
+        return latest_at(utility[rows], times[rows], v)
 
     def feasible_with(rows: np.ndarray, d: np.ndarray) -> bool:
         trial = deadline.copy()
@@ -155,6 +153,8 @@ def solve_fluid(now: float, capacity: float, pieces: Pieces, earliest: np.ndarra
         current = max(current, best)
         deadline[rows] = at(current, rows)
         level[rows] = np.minimum(current, top[rows])
+        if max_rounds and rounds >= max_rounds:
+            break
         # saturated: already at their best value
         sat = rows[top[rows] <= current * (1 + 1e-12)]
         fixed[sat] = True
@@ -179,10 +179,57 @@ def solve_fluid(now: float, capacity: float, pieces: Pieces, earliest: np.ndarra
     return deadline, level, rounds, stuck
 
 
+def latest_at(utility: np.ndarray, times: np.ndarray, v: float) -> np.ndarray:
+    """Each job's latest time on ``times`` at which its utility is still >= v (capped at its
+    own best value; inf: still worth it at the grid's end)."""
+    k = utility.shape[1]
+    vv = np.minimum(v, utility[:, 0])
+    idx = (utility >= vv[:, None] * (1 - 1e-12)).sum(axis=1) - 1
+    out = times[np.arange(len(utility)), np.maximum(idx, 0)]
+    out[idx >= k - 1] = np.inf
+    return out
+
+
 def dispatch_order(jobs: tuple[JobView, ...], deadline: np.ndarray) -> tuple[int, ...]:
     """Planned deadline first; jobs without one after, oldest first."""
     return tuple(sorted(range(len(jobs)),
                         key=lambda i: (float(deadline[i]), jobs[i].submit, jobs[i].id)))
+
+
+def protected_edf_order(jobs: tuple[JobView, ...], floor: np.ndarray, now: float,
+                        capacity: float, pieces: Pieces, earliest: np.ndarray
+                        ) -> tuple[tuple[int, ...], np.ndarray]:
+    """EDF on the owners' goals, except that a job the max-min level needs is moved up.
+
+    ``floor[i]`` is the latest finish at which job i still reaches the max-min level.  Start
+    from EDF's order; while the order's fluid schedule finishes some job after its floor, that
+    job's key becomes its floor (it is served by when the minimum needs it, not by its goal).
+    When a late job already has the earlier key (others ahead of it make it late), every job
+    takes the earlier of its goal and its floor; failing that, the max-min plan's own order
+    (by floor), which the bisection proved feasible.  Returns (order, fluid finish)."""
+    goal = np.array([j.goal for j in jobs], dtype=float)
+    tol = 1e-6 * max(1.0, float(np.abs(earliest).max(initial=1.0)))
+    key = goal.copy()
+    tried: list[tuple[tuple[int, ...], np.ndarray]] = []
+    for _ in range(len(jobs) + 1):
+        order = dispatch_order(jobs, key)
+        finish = fluid_finish(order, now, capacity, pieces, earliest)
+        late = finish > floor + tol
+        if not late.any():
+            return order, finish
+        tried.append((order, finish))
+        moved = late & (floor < key)
+        if not moved.any():
+            break
+        key[moved] = floor[moved]
+    for key in (np.minimum(goal, floor), floor):
+        order = dispatch_order(jobs, key)
+        finish = fluid_finish(order, now, capacity, pieces, earliest)
+        if not (finish > floor + tol).any():
+            return order, finish
+        tried.append((order, finish))
+    # none keeps every floor in the greedy fluid schedule: the one that misses the least
+    return min(tried, key=lambda t: float(np.maximum(t[1] - floor, 0.0).max()))
 
 
 def fluid_finish(order: tuple[int, ...], now: float, capacity: float, pieces: Pieces,
@@ -233,10 +280,12 @@ def make_grid(now: float, capacity: float, work: np.ndarray, earliest: np.ndarra
 
 
 def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces: Pieces,
-         earliest: np.ndarray, resolution: float, margin: float = 1.0) -> FluidPlan:
+         earliest: np.ndarray, resolution: float, margin: float = 1.0,
+         above_min: str = "leximin") -> FluidPlan:
     """The continuous-time lexicographic max-min plan for ``jobs`` (see the module doc);
     each job's utility is read ``margin`` of its current task duration late (at most as late
-    as its utility stays above its floor: ``_room``)."""
+    as its utility stays above its floor: ``_room``).  ``above_min: edf`` keeps only the
+    max-min level and orders the jobs above it by EDF (``protected_edf_order``)."""
     now = snapshot.now
     grid = make_grid(now, capacity, pieces.work, earliest, resolution)
     times = np.maximum(grid[None, :], earliest[:, None])
@@ -249,12 +298,21 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
     utility = np.minimum.accumulate(utility_table(jobs, times + pad[:, None]), axis=1)
     utility = np.maximum(utility, 0.0)
     views = tuple(jobs)
+    first = 1 if above_min == "edf" else 0
     deadline, level, rounds, stuck = solve_fluid(now, capacity, pieces, earliest, utility,
-                                                 grid)
-    order = dispatch_order(views, deadline)
-    finish = fluid_finish(order, now, capacity, pieces, earliest)
+                                                 grid, max_rounds=first)
+    moved: tuple[str, ...] = ()
+    if above_min == "edf":
+        floor = latest_at(utility, times, float(level.min(initial=np.inf)))
+        order, finish = protected_edf_order(views, floor, now, capacity, pieces, earliest)
+        edf = {i: k for k, i in enumerate(dispatch_order(views, np.array(
+            [j.goal for j in views], dtype=float)))}
+        moved = tuple(views[i].id for k, i in enumerate(order) if k < edf[i])
+    else:
+        order = dispatch_order(views, deadline)
+        finish = fluid_finish(order, now, capacity, pieces, earliest)
     return FluidPlan(views, deadline, level, order, finish, float(grid[0] - now), rounds,
-                     stuck)
+                     stuck, moved)
 
 
 def _room(jobs: list[JobView], times: np.ndarray, earliest: np.ndarray) -> np.ndarray:

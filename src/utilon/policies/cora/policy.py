@@ -361,16 +361,22 @@ class CoraContinuous(_PlanLog, Policy):
     triggers = _CoraBase.triggers
 
     def __init__(self, resolution: float = 1.0, margin: float = 1.0, elapsed: bool = True,
-                 backfill: bool = True, replan: str = "slot") -> None:
+                 backfill: bool = True, replan: str = "slot", above_min: str = "leximin"
+                 ) -> None:
+        if above_min not in ("leximin", "edf"):
+            raise ValueError(f"above_min must be 'leximin' or 'edf', not {above_min!r}")
         if not resolution > 0:
             raise ValueError("resolution must be > 0 seconds")
         if not 0 <= margin <= 10:
             raise ValueError("margin must be in [0, 10] task durations")
         self.resolution = resolution
         self.margin = margin
+        self.above_min = above_min
         self.elapsed = elapsed
         self.backfill = backfill
         self.stuck = 0
+        self.overrides = 0  # above_min edf: plans whose order is not EDF's
+        self.moved_up: set[str] = set()
         self.last_plan: FluidPlan | None = None
         self._init_plan_log(replan)
 
@@ -394,10 +400,14 @@ class CoraContinuous(_PlanLog, Policy):
         pieces = Pieces(work=np.maximum(np.concatenate([rows[:, 0], rows[:, 2]]), 0.0),
                         cap=np.maximum(np.concatenate([rows[:, 1], rows[:, 3]]), 1.0),
                         offset=np.concatenate([rows[:, 4], np.zeros(n)]))
-        fp = plan_fluid(snapshot, jobs, c, pieces, rows[:, 5], self.resolution, self.margin)
+        fp = plan_fluid(snapshot, jobs, c, pieces, rows[:, 5], self.resolution, self.margin,
+                        self.above_min)
         took = time.perf_counter() - t0
         self.last_plan = fp
         self.stuck += fp.stuck
+        if fp.moved:
+            self.overrides += 1
+            self.moved_up.update(fp.moved)
         for i, j in enumerate(fp.jobs):
             self._planned[j.id] = (float(fp.finish[i]), fp.step)
         # the plan's order stands for one task wave (``cora``'s automatic slot)
@@ -406,5 +416,9 @@ class CoraContinuous(_PlanLog, Policy):
                            snapshot.now + _slot_length(jobs, 0.0, 0.0))
 
     def report(self) -> dict[str, Any]:
-        return {"plan_error": self.plan_error(), "stuck_rounds": self.stuck,
-                "solves": self.solves}
+        out: dict[str, Any] = {"plan_error": self.plan_error(), "stuck_rounds": self.stuck,
+                               "solves": self.solves}
+        if self.above_min == "edf":  # how often, and for whom, the minimum overrode EDF
+            out["edf_overrides"] = self.overrides
+            out["moved_up"] = sorted(self.moved_up)
+        return out
