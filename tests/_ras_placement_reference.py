@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from utilon.policies.ras.placement import Placement, PlacementJob, reducers_first
+from utilon.policies.ras.placement import (
+    Placement,
+    PlacementJob,
+    reducer_job_order,
+    reducers_first,
+)
 from utilon.policies.ras.utility import OrderKey, job_utility, order_key
 
 EPS = 1e-9
@@ -162,11 +167,9 @@ def place(jobs: list[PlacementJob], capacity: NDArray[np.float64], *, rounds: in
 
 
 def _place_reducers(st: _State) -> None:
-    n, t = st.maps.shape
+    t = st.maps.shape[1]
     per_tt = np.zeros(t, dtype=np.int64)
-    for j in range(n):
-        if st.jobs[j].r_pend <= 0:
-            continue
+    for j in reducer_job_order([job.r_pend for job in st.jobs]):
         # fewest reducers first (this job has none yet this cycle), then by index
         for tt in np.argsort(per_tt, kind="stable"):
             if st.r_alloc[j] >= st.jobs[j].r_pend:

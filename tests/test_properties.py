@@ -42,6 +42,8 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("alsched", {"constraints": "none"}),
     ("alsched", {"interval": 7.0}),
     ("ras", {"interval": 10.0}),
+    ("ras", {"unmeasured": "prior", "tt_order": "index", "reduce_aware": False,
+             "start": "plan"}),
     ("rds", {"predictor": "oracle", "interval": 60.0}),
     ("rds", {"objective": "deadline", "interval": 60.0}),
     ("cora", {"replan": "event"}),

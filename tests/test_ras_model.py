@@ -72,3 +72,14 @@ def test_required_map_slots() -> None:
     assert required_map_slots(0, 30.0, goal=100.0, now=0.0) == 0
     with pytest.raises(ValueError, match="mean task length"):
         required_map_slots(3, 0.0, goal=100.0, now=0.0)
+
+
+def test_required_map_slots_before_any_map_finished_and_with_a_reduce_phase() -> None:
+    # no map measured yet: the job requires all its pending maps (§4.2, Fig. 5's Job 7) ...
+    assert required_map_slots(100, 30.0, goal=1e9, now=0.0, measured=False) == 100
+    # ... unless the declared prior is used instead
+    assert required_map_slots(100, 30.0, goal=1e9, now=0.0, measured=False,
+                              unmeasured="prior") == 1
+    # the reduce phase after the last map takes its seconds off the time the maps have
+    assert required_map_slots(100, 30.0, goal=1600.0, now=1000.0, reduce_length=300.0) == 10
+    assert required_map_slots(100, 30.0, goal=1600.0, now=1000.0, reduce_length=590.0) == 100

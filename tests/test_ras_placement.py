@@ -75,6 +75,20 @@ def test_newcomer_on_a_full_cluster_takes_slots_from_the_richest() -> None:
         jobs, np.ones((2, 3)), start_map=np.array([[2, 2], [0, 0]])).maps)
 
 
+def test_order_offers_free_tasktrackers_first() -> None:
+    # TaskTracker 0 is planned full with "old" (its tasks run there); 1 is empty.  Visited
+    # in index order the newcomer takes a planned slot on 0 (where it would wait for "old"'s
+    # task to end); visited free-first it lands on the idle TaskTracker 1
+    jobs = [job("old", SORT, 2, 1, 0), job("new", SORT, 1, 1, 0)]
+    start = np.array([[2, 0], [0, 0]])
+    by_index = place(jobs, np.ones((2, 3)), start_map=start)
+    free_first = place(jobs, np.ones((2, 3)), start_map=start, order=[1, 0])
+    assert by_index.maps[1].tolist() == [1, 0]
+    assert free_first.maps[1].tolist() == [0, 1] and free_first.maps[0].tolist() == [2, 0]
+    with pytest.raises(ValueError, match="every TaskTracker exactly once"):
+        place(jobs, np.ones((2, 3)), order=[0, 0])
+
+
 def test_reducers_come_before_carried_over_maps() -> None:
     # "done" has no maps left and 2 reducers pending (reduce profile: mem 0.6); the previous
     # placement filled both TaskTrackers with maps of "busy": maps make way for the reducers

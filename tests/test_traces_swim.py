@@ -208,3 +208,24 @@ def test_full_fb2010_day_imports_every_row(shared_data: Path) -> None:
     # FB-2009 too (the README's facts): smaller, lighter
     r9 = import_trace("swim", shared_data / FB2009)
     assert r9.stats["jobs"] == 5_894 and r9.part.stats["map_only_jobs"] == 4_448
+
+
+def test_ras_table2_profiles(slice300: Path) -> None:
+    from utilon.policies.ras.profiles import TABLE2, app_of
+
+    assert app_of(100, 0) == "select" and app_of(100, 4) == "select"
+    assert app_of(100, 50) == "sort" and app_of(100, 20) == "combine"
+    r = import_trace("swim", slice300, options={"profiles": "ras-table2"})
+    doc = r.document
+    assert doc["cluster"]["machines"][0]["capacity"] == {"cpu": 1, "io": 1, "mem": 1}
+    rows = {x[0]: tuple(map(int, x[3:])) for x in _rows(slice300)}
+    for j in doc["workload"]["jobs"]:
+        inp, shuffle, _out = rows[j["id"]]
+        prof = TABLE2[app_of(inp, shuffle)]
+        for stage, want in zip(j["stages"], prof, strict=False):
+            assert stage["demand"] == want
+    assert sum(v for k, v in r.stats.items() if k.endswith("_like_jobs")) == 300
+    assert any("Table 2" in a for a in doc["metadata"]["assumed"])
+    # what it builds loads and simulates
+    wl = load_workload(write_scenario(r, Path(slice300).with_suffix(".ras.yaml")))
+    assert len(wl.jobs) == 300

@@ -13,6 +13,9 @@ $U trace import swim $D/swim_facebook/FB-2009_samples_24_times_1hr_0.tsv --durat
   --name fb2009-1h --out $T/swim-fb2009-1h.yaml
 $U trace import swim $D/swim_facebook/FB-2010_samples_24_times_1hr_0.tsv --duration 1h \
   --name fb2010-1h --out $T/swim-fb2010-1h.yaml
+# ... the same hour with the RAS paper's Table 2 cpu/io/mem profiles (benchmarks/ras_swim.py)
+$U trace import swim $D/swim_facebook/FB-2010_samples_24_times_1hr_0.tsv --duration 1h \
+  --set profiles=ras-table2 --name fb2010-1h-ras --out $T/swim-fb2010-1h-ras.yaml
 # the coflow benchmark's hour of FB-2010 (map/reduce fan-out and shuffle volumes)
 $U trace import coflow-fb2010 $D/coflow_fb2010/FB2010-1Hr-150-0.txt \
   --name coflow-fb2010 --out $T/coflow-fb2010.yaml

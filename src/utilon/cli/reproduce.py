@@ -204,13 +204,21 @@ def ras(
     w = Table(title="Table 1 workload on 20 TaskTrackers (task durations assumed: see docs)",
               title_justify="left")
     for c in ("job", "app", "input GB", "maps", "reduces", "map s", "reduce s", "submit",
-              "alone (paper)", "alone (ours)"):
+              "alone (paper)", f"alone, {res['calibration']['isolation_slots']} slots (ours)",
+              "alone, RAS (ours)"):
         w.add_column(c, justify="left" if c in ("job", "app") else "right")
     for r in res["workload"]:
         w.add_row(r["job"], r["app"], f"{r['input_gb']:g}", str(r["maps"]), str(r["reduces"]),
                   f"{r['map_s']:.0f}", f"{r['reduce_s']:.0f}", _s(r["submit"]),
-                  _s(r["isolation_paper"]), _s(r["isolation_ours"]))
+                  _s(r["isolation_paper"]), _s(r["isolation_ours"]), _s(r["isolation_ras"]))
     out.print(w)
+    fit = res["calibration"]["fit"]
+    out.print(f"Calibration (on the Fair Scheduler only; see docs/reproduction-ras.md): "
+              f"Fair-{fit['best_k']['paper']} paper {_s(fit['fair_best']['paper'])} / ours "
+              f"{_s(fit['fair_best']['ours'])} ({fit['fair_best']['error_pct']:+.1f}%); worst "
+              f"Fair-k ≈ {_s(fit['fair_worst']['target'])} / ours {_s(fit['fair_worst']['ours'])} "
+              f"at k = {fit['fair_worst']['k']} ({fit['fair_worst']['error_pct']:+.1f}%); best k "
+              f"paper {fit['best_k']['paper']} / ours {fit['best_k']['ours']}")
     e1 = res["exp1"]
     f3 = Table(title="Fig. 3, Experiment 1 (relaxed goals): makespan, Fair Scheduler with k map "
                f"slots vs RAS (thrashing γ {res['thrashing']})", title_justify="left")

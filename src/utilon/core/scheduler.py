@@ -555,6 +555,7 @@ class SchedulerCore(Dispatcher):
             slot_resource=self.slot_resource,
             free=free,
             placement=placement,
+            online_estimates=self.online,
         )
 
     def _machine_view(self, m: MachineRT) -> MachineView:

@@ -133,6 +133,10 @@ class ClusterSnapshot:
     placement: dict[str, dict[tuple[int, int], int]] | None = None
     """Where each active job's tasks run: job id -> {(stage index, machine index): running
     tasks}; filled only for policies that set ``uses_placement`` (costs O(running tasks))."""
+    online_estimates: bool = False
+    """True when ``expected_duration`` is an online estimate: the declared value is only a
+    prior until the stage's first task completes (``estimates: online``); False when it is
+    what the job declares (``estimates: declared``, the simulator's default)."""
 
     @property
     def up_machines(self) -> tuple[MachineView, ...]:

@@ -28,6 +28,12 @@ option, written with its value into the scenario's ``metadata.assumed``):
   tasks of a stage last the same (no skew, no stragglers, no data locality);
 * the cluster: ``slots_per_machine``-slot machines, as many as give an offered load of 0.7
   (``--load``), or ``--machines``;
+* ``profiles: ras-table2`` (for multi-resource schedulers such as RAS): instead of one slot,
+  every task declares the cpu / io / mem share of the RAS paper's Table 2 for the Gridmix
+  application its job resembles by its data (``policies.ras.profiles.app_of``: shuffle ≥ half
+  the input is Sort-like, a map-only job or shuffle < 5% of the input is Select-like, the rest
+  Combine-like), machines have capacity 1 of each, and a job's standalone runtime (for its
+  deadline) runs as many maps per machine as its profile fits;
 * classes, priorities and utilities: the seeded :class:`~utilon.traces.base.ClassRule`.
 """
 
@@ -36,12 +42,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from utilon.limits import MAX_SECONDS
+from utilon.policies.ras.profiles import TABLE2, app_of, concurrency
 from utilon.traces.base import (
     Common,
     Importer,
@@ -79,6 +86,10 @@ class SwimOptions(ImporterOptions):
     slots_per_machine: int = Field(8, ge=1, description="task slots of each proposed machine")
     machines: int = Field(100, ge=1,
                           description="machines of the proposed cluster unless --machines")
+    profiles: Literal["slots", "ras-table2"] = Field(
+        "slots", description="what a task declares: one slot, or the cpu/io/mem profile of "
+        "the RAS paper's Table 2 application its job resembles (on machines of capacity 1 "
+        "of each)")
 
 
 _FIELDS = 6
@@ -113,14 +124,20 @@ class SwimImporter(Importer):
             rows = rows[:window.max_jobs]
 
         machines = common.machines or o.machines
-        slots = machines * o.slots_per_machine
         rng = np.random.default_rng(common.seed)
         jobs: list[dict[str, Any]] = []
         stats = {"map_only_jobs": 0, "capped_map_jobs": 0, "capped_reduce_jobs": 0}
         for n, job_id, submit, inp, shuffle, out in rows:
             row_stats = dict.fromkeys(stats, 0)
             stages = _stages(inp, shuffle, out, o, row_stats)
-            runtime = standalone(stages, slots)
+            per_machine = o.slots_per_machine
+            if o.profiles == "ras-table2":
+                app = app_of(inp, shuffle)
+                stats[f"{app}_like_jobs"] = stats.get(f"{app}_like_jobs", 0) + 1
+                for st, profile in zip(stages, TABLE2[app], strict=False):
+                    st["demand"] = dict(profile)
+                per_machine = concurrency(app)
+            runtime = standalone(stages, machines * per_machine)
             problem = job_limit_problem(stages, runtime, common.classes.slack)
             if problem is not None:
                 log.bad(n, problem)
@@ -134,8 +151,10 @@ class SwimImporter(Importer):
             jobs.append(job)
         log.finish("jobs")
 
-        cluster = {"machines": [{"id": "node", "count": machines,
-                                 "capacity": {"slots": o.slots_per_machine}}]}
+        capacity: dict[str, float] = {"slots": o.slots_per_machine}
+        if o.profiles == "ras-table2":
+            capacity = {"cpu": 1, "io": 1, "mem": 1}
+        cluster = {"machines": [{"id": "node", "count": machines, "capacity": capacity}]}
         return TracePart(jobs=jobs, cluster=cluster, provenance=_provenance(o, common, machines),
                          stats=stats)
 
@@ -235,6 +254,23 @@ def _stages(inp: int, shuffle: int, out: int, o: SwimOptions,
     return stages
 
 
+_SAME_TASKS = ("all tasks of a stage last the same (no skew, no stragglers, no data locality); "
+               "reduces start when every map is done")
+
+
+def _resource_assumptions(o: SwimOptions, machines: int) -> list[str]:
+    if o.profiles == "ras-table2":
+        return [_SAME_TASKS[0].upper() + _SAME_TASKS[1:],
+                "every task declares the cpu/io/mem share of the RAS paper's Table 2 "
+                "(Polo et al., Middleware 2011) for the Gridmix application its job resembles: "
+                "shuffle >= 50% of input -> Sort, map-only or shuffle < 5% of input -> Select, "
+                "else Combine (map profile for maps, reduce profile for reduces)",
+                f"cluster: {machines} machines with capacity 1 of cpu, io and mem; a job's "
+                "standalone runtime runs as many maps per machine as its profile fits"]
+    return [f"every task needs 1 slot; {_SAME_TASKS}",
+            f"cluster: {machines} machines x {o.slots_per_machine} slots"]
+
+
 def _size(b: float) -> str:
     for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= k and b % k == 0:
@@ -266,9 +302,7 @@ def _provenance(o: SwimOptions, common: Common, machines: int) -> Provenance:
             f"reduce_bytes = {_size(o.reduce_bytes)}, max_reduces = {o.max_reduces}",
             f"reduce task seconds = (shuffle + output) / reduces / reduce_rate + task_overhead, "
             f"reduce_rate = {o.reduce_rate / 1e6:g} MB/s",
-            "every task needs 1 slot; all tasks of a stage last the same (no skew, no "
-            "stragglers, no data locality); reduces start when every map is done",
-            f"cluster: {machines} machines x {o.slots_per_machine} slots",
+            *_resource_assumptions(o, machines),
             "tenants: none in the trace, every job in tenant 'default'",
             common.classes.describe(),
         ],

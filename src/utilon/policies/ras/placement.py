@@ -25,6 +25,16 @@ pending maps, nor reducers than pending reducers.  A job whose map phase ends th
 (``reduce_phase``) has its reducers sized with the reduce profile instead of the shuffle one
 (line 26–27).  Utility (Eqs. 1–3) and tie-breaking are those of ``utility.py``.
 
+**The order of the TaskTrackers** in the map rounds is not the paper's concern (its line 10
+reads "for tt in TT").  It matters on a big cluster: lines 13–19 free room for the poorest
+job on the first TaskTracker where it fits, by taking a *planned* slot from the richest, but
+that slot's task keeps running there until it ends (the Task Scheduler never preempts,
+§3.5).  Visited in index order, a newcomer lands on a busy TaskTracker and waits while idle
+ones wait too.  ``place`` therefore takes ``order``: the policy passes the TaskTrackers with
+the most free capacity (by what actually runs) first, so the poorest job is offered room
+that exists now before any is made for it.  Reducers (lines 1–8) take the same order
+where the paper's two criteria tie.
+
 The paper starts each cycle from the previous placement; ``place`` takes it as
 ``start_map`` (maps only: reducers are re-spread every cycle from the reducers still
 pending, as lines 1–8 do).
@@ -141,18 +151,17 @@ class _State:
         return [x * m for x in self.spm[j]]
 
     # -- reducers (lines 1-8) -------------------------------------------------------------
-    def place_reducers(self) -> None:
-        n, t = self.n, self.t
+    def place_reducers(self, visit: list[int]) -> None:
+        t = self.t
+        seq = np.asarray(visit, dtype=np.intp)
         used, cap_eps, red, r_alloc = self.used, self.cap_eps, self.red, self.r_alloc
         per_tt = np.zeros(t, dtype=np.int64)
-        for j in range(n):
+        for j in reducer_job_order(self.r_pend):
             r_pend = self.r_pend[j]
-            if r_pend <= 0:
-                continue
             dem = self.rd[j] if self.reduce_phase[j] else self.shuffle_demand(j,
                                                                              self.s_alloc[j])
-            # fewest reducers first (this job has none yet this cycle), then by index
-            for tt in np.argsort(per_tt, kind="stable").tolist():
+            # fewest reducers first (this job has none yet this cycle), then in visit order
+            for tt in seq[np.argsort(per_tt[seq], kind="stable")].tolist():
                 if r_alloc[j] >= r_pend:
                     break
                 u = used[tt]
@@ -303,30 +312,44 @@ class _State:
 
 
 def place(jobs: list[PlacementJob], capacity: NDArray[np.float64], *, rounds: int = 3,
-          start_map: NDArray[np.int64] | None = None) -> Placement:
-    """Algorithm 1 for one control cycle; ``capacity`` is (TaskTrackers, resources)."""
+          start_map: NDArray[np.int64] | None = None,
+          order: list[int] | None = None) -> Placement:
+    """Algorithm 1 for one control cycle; ``capacity`` is (TaskTrackers, resources);
+    ``order``: the TaskTrackers in the order the map rounds visit them (default: index)."""
     cap = np.asarray(capacity, dtype=float)
     n, t = len(jobs), cap.shape[0]
+    visit = list(range(t)) if order is None else list(order)
+    if sorted(visit) != list(range(t)):
+        raise ValueError("order must list every TaskTracker exactly once")
     start = np.zeros((n, t), dtype=np.int64) if start_map is None else start_map
     start = np.minimum(start, np.array([[j.s_pend] for j in jobs], dtype=np.int64)
                        if n else start)
-    maps = reducers_first(jobs, cap, start)
+    maps = reducers_first(jobs, cap, start, visit)
     used = _map_usage(jobs, maps, cap)
     if n and np.any(used > cap + EPS):  # the old placement no longer fits: start afresh
         maps = np.zeros((n, t), dtype=np.int64)
         used = _map_usage(jobs, maps, cap)
     st = _State(jobs, cap, maps, used)
-    st.place_reducers()
+    st.place_reducers(visit)
     done = 0
     for done in range(1, rounds + 1):  # noqa: B007 - the count is reported
-        if not _map_round(st):
+        if not _map_round(st, visit):
             break
     util = np.array([st.utility(j) for j in range(n)])
     return Placement(st.maps, st.red, util, done)
 
 
+def reducer_job_order(r_pend: list[int]) -> list[int]:
+    """The jobs with reducers pending, in the order lines 1–8 place them: fewest pending
+    reducers first (ties: index).  The paper's "for job in J" leaves J's order open; in index
+    order one job with hundreds of reducers takes every TaskTracker with room, and a job
+    with one reducer waits behind it for a whole reduce wave."""
+    return sorted((j for j, r in enumerate(r_pend) if r > 0), key=lambda j: (r_pend[j], j))
+
+
 def reducers_first(jobs: list[PlacementJob], cap: NDArray[np.float64],
-                   start: NDArray[np.int64]) -> NDArray[np.int64]:
+                   start: NDArray[np.int64], visit: list[int] | None = None
+                   ) -> NDArray[np.int64]:
     """Reducers are placed before maps (lines 1–8), also before the map slots carried over
     from the last cycle: reserve every pending reducer where lines 1–8 would put it on
     TaskTrackers without maps, then drop carried-over map slots that no longer fit beside
@@ -339,13 +362,13 @@ def reducers_first(jobs: list[PlacementJob], cap: NDArray[np.float64],
         return start.copy()
     need = np.zeros_like(cap)
     per_tt = np.zeros(t, dtype=np.int64)
-    for j, job in enumerate(jobs):
-        if job.r_pend <= 0:
-            continue
+    seq = np.arange(t) if visit is None else np.asarray(visit, dtype=np.intp)
+    for j in reducer_job_order([job.r_pend for job in jobs]):
+        job = jobs[j]
         d = job.reduce_demand if job.reduce_phase else job.shuffle_per_map * min(
             int(start[j].sum()), job.parallel_copies)
         placed = 0
-        for tt in np.argsort(per_tt, kind="stable"):
+        for tt in seq[np.argsort(per_tt[seq], kind="stable")]:
             if placed >= job.r_pend:
                 break
             if np.all(need[tt] + d <= cap[tt] + EPS):
@@ -372,10 +395,10 @@ def _map_usage(jobs: list[PlacementJob], maps: NDArray[np.int64],
     return used
 
 
-def _map_round(st: _State) -> bool:
+def _map_round(st: _State, visit: list[int]) -> bool:
     """One round over the TaskTrackers (lines 10–24); True if the placement changed."""
     before = st.maps.copy()
-    for tt in range(st.t):
+    for tt in visit:
         room, fresh = None, False
         if st.holders[tt]:
             room, fresh = st.map_room(tt), True

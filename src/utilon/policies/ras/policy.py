@@ -49,11 +49,12 @@ from utilon.core.snapshot import ClusterSnapshot, JobView, StageView
 from utilon.errors import ParameterError
 from utilon.model.cluster import Cluster
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
-from utilon.policies.ras.estimator import required_map_slots
+from utilon.policies.ras.estimator import UNMEASURED, required_map_slots
 from utilon.policies.ras.placement import Placement, PlacementJob, place
 from utilon.policies.ras.utility import order_key
 
-REPLAN_ON = frozenset({Trigger.TICK, Trigger.ARRIVAL, Trigger.CAPACITY})
+REPLAN_ON = frozenset({Trigger.TICK, Trigger.ARRIVAL, Trigger.CAPACITY,
+                       Trigger.STAGE_FINISHED})
 
 
 class _Phases(NamedTuple):
@@ -81,7 +82,16 @@ class Ras(Policy):
 
     def __init__(self, interval: float = 30.0, rounds: int = 3, parallel_copies: int = 5,
                  shuffle: dict[str, dict[str, float]] | None = None,
-                 resources: list[str] | None = None) -> None:
+                 resources: list[str] | None = None, unmeasured: str = "all",
+                 reduce_aware: bool = True, tt_order: str = "free",
+                 start: str = "running") -> None:
+        if start not in ("running", "plan"):
+            raise ValueError(f"start must be 'running' or 'plan', got {start!r}")
+        if tt_order not in ("free", "index"):
+            raise ValueError(f"tt_order must be 'free' or 'index', got {tt_order!r}")
+        if unmeasured not in UNMEASURED:
+            raise ValueError(f"unmeasured must be one of {', '.join(UNMEASURED)}, "
+                             f"got {unmeasured!r}")
         if not (interval > 0 and math.isfinite(interval)):
             raise ValueError("interval must be > 0 seconds")
         if rounds < 1:
@@ -98,6 +108,10 @@ class Ras(Policy):
         self.parallel_copies = parallel_copies
         self.shuffle = dict(shuffle or {})
         self.resources = list(resources) if resources is not None else None
+        self.unmeasured = unmeasured
+        self.reduce_aware = bool(reduce_aware)
+        self.tt_order = tt_order
+        self.start = start
         self.tick = self.interval
         self._grants: tuple[Grant, ...] = ()
         self._maps: dict[str, dict[str, int]] = {}  # last placement: job -> TaskTracker -> maps
@@ -166,8 +180,12 @@ class Ras(Policy):
             r_pend = (ph.reduce.ready + ph.reduce.waiting) if ph.reduce is not None else 0
             if not s_pend and not r_pend:
                 continue
-            s_req = required_map_slots(s_pend, ph.map.expected_duration, job.utility.goal,
-                                       now) if ph.map is not None else 0
+            s_req = required_map_slots(
+                s_pend, ph.map.expected_duration, job.utility.goal, now,
+                measured=ph.map.done > 0 or not snapshot.online_estimates,
+                unmeasured=self.unmeasured,
+                reduce_length=ph.reduce.expected_duration if ph.reduce is not None and
+                self.reduce_aware else 0.0) if ph.map is not None else 0
             mdem = _vector(ph.map.demand, names) if ph.map is not None else np.zeros(len(names))
             shuffle = self.shuffle.get(job.job_class, self.shuffle.get("*", {}))
             jobs.append(PlacementJob(
@@ -175,16 +193,49 @@ class Ras(Policy):
                 reduce_phase=ph.map is None or ph.map.ready == 0,
                 parallel_copies=self.parallel_copies))
             views.append((job, ph))
-        start = np.zeros((len(jobs), len(up)), dtype=np.int64)
-        for j, pj in enumerate(jobs):
-            prev = self._maps.get(pj.id, {})
-            for i, m in enumerate(up):
-                start[j, i] = prev.get(m.id, 0)
-        result = place(jobs, np.maximum(cap, 0.0), rounds=self.rounds, start_map=start)
+        start = self._start(jobs, views, up, running, col)
+        order = self._free_first(snapshot, up, names, col) if self.tt_order == "free" else None
+        result = place(jobs, np.maximum(cap, 0.0), rounds=self.rounds, start_map=start,
+                       order=order)
         self._remember(jobs, up, result, now)
         grants = self._grants_from(views, jobs, up, result, running, col) + tuple(gangs)
         self._grants = grants
         return Decision(grants, solver_seconds=time.perf_counter() - t0)
+
+    def _start(self, jobs: list[PlacementJob], views: list[tuple[JobView, _Phases]],
+               up: list[Any], running: dict[str, dict[tuple[int, int], int]],
+               col: dict[int, int]) -> np.ndarray:
+        """Algorithm 1's input P^M: the map tasks that run now, per job and TaskTracker
+        (``start="running"``), or the last cycle's placement (``start="plan"``)."""
+        start = np.zeros((len(jobs), len(up)), dtype=np.int64)
+        for j, (job, ph) in enumerate(views):
+            if self.start == "plan":
+                prev = self._maps.get(job.id, {})
+                for i, m in enumerate(up):
+                    start[j, i] = prev.get(m.id, 0)
+            elif ph.map is not None:
+                for (si, mi), n in running.get(job.id, {}).items():
+                    if si == ph.map.index and mi in col:
+                        start[j, col[mi]] += n
+        return start
+
+    @staticmethod
+    def _free_first(snapshot: ClusterSnapshot, up: list[Any], names: tuple[str, ...],
+                    col: dict[int, int]) -> list[int]:
+        """TaskTrackers by free capacity now (the tightest resource's free share, by the
+        declared demand of the tasks that run), most free first; ties by index."""
+        cap = np.array([[m.capacity[r] for r in names] for m in up], dtype=float).reshape(
+            len(up), len(names))
+        used = np.zeros_like(cap)
+        stages = {j.id: j.stages for j in snapshot.jobs}
+        for jid, per in (snapshot.placement or {}).items():
+            for (si, mi), n in per.items():
+                if mi in col and jid in stages:
+                    used[col[mi]] += n * _vector(stages[jid][si].demand, names)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(cap > 0, (cap - used) / cap, 1.0)
+        free = share.min(axis=1) if len(names) else np.zeros(len(up))
+        return np.lexsort((np.arange(len(up)), -free)).tolist()
 
     def _remember(self, jobs: list[PlacementJob], up: list[Any], result: Placement,
                   now: float) -> None:
