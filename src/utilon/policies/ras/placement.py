@@ -3,10 +3,11 @@
 One control cycle turns the jobs' profiles, pending work and required map slots into two
 placement matrices, maps and reducers per (job, TaskTracker):
 
-1. **Reducers first**, spread evenly: for each job, TaskTrackers in increasing order of
-   reducers placed (all jobs), then of this job's reducers, one reducer each while the job
-   has reducers pending and the TaskTracker has room — so no TaskTracker gets two reducers of
-   one job in a cycle, and reducers are never collocated while another TaskTracker has fewer.
+1. **Reducers first**, spread evenly: for each job (fewest pending reducers first,
+   ``reducer_job_order``), TaskTrackers in increasing order of reducers placed (all jobs),
+   then of this job's reducers, one reducer each while the job has reducers pending and the
+   TaskTracker has room — so no TaskTracker gets two reducers of one job in a cycle, and
+   reducers are never collocated while another TaskTracker has fewer.
 2. **Maps, in rounds over the TaskTrackers**: on each TaskTracker, take map slots away from
    the job with the highest utility while it stays above the utility the poorest job had
    (lines 13–19: the last removal, which would cross it, is undone), then fill the

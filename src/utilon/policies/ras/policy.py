@@ -1,15 +1,16 @@
 """``ras``: the Resource-aware Adaptive Scheduler (Polo et al., Middleware 2011, ``ras.txt``).
 
 A control cycle every ``interval`` seconds (T, "of the order of tens of seconds", §3.2), and
-at every job submission and capacity change so that a newcomer does not wait for the next
-tick:
+at every job submission, capacity change and end of a job's map phase, so that a newcomer or
+a job entering its reduce phase does not wait for the next tick:
 
 1. **Job Status Updater / Completion Time Estimator** (§3.2): per job, the pending map
    tasks s_pend, the mean map-task length observed so far and its goal give s_req
    (``estimator.py``); r_pend is the reducers not yet started.
 2. **Placement Algorithm** (§3.4, ``placement.py``): Algorithm 1 on the TaskTrackers'
    multi-resource capacities (every resource of the cluster, or ``resources``), starting
-   from the previous cycle's map placement; each job's map and reduce profiles are its
+   from the map tasks that run (``start``), visiting TaskTrackers most-free first
+   (``tt_order``); each job's map and reduce profiles are its
    stages' declared demands, its shuffle profile the ``shuffle`` entry of its job class.
 3. **Task Scheduler** (§3.5): the placement becomes one grant per (job, TaskTracker, phase)
    -- "P(job, tt) job slots" -- listed lowest utility first.  The core starts a task only
@@ -29,6 +30,9 @@ Readings of what the paper leaves open (also in docs/policies.md#ras):
   pipelined shuffle), on the TaskTrackers reserved for them.
 * **"Map phase about to complete"** (lines 26–27): no map task is waiting for a slot; the
   job's reducers are then sized with the reduce profile.
+* ``unmeasured``, ``reduce_aware``, ``start``, ``tt_order``: the estimator's and Algorithm
+  1's open corners, each with its alternative reading kept (docs/policies.md#ras, measured
+  in docs/reproduction-ras.md and ``benchmarks/ras_swim.py``).
 * A job with several non-reduce stages (a DAG) is placed one stage at a time: its current
   stage is the first non-reduce stage with tasks ready or running.  Gang stages (map-like or
   reduce) get one whole-stage grant (all or nothing), since a per-TaskTracker slot cannot
