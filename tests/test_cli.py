@@ -88,6 +88,21 @@ def test_policies_lists_every_baseline() -> None:
     assert "k=4" in res.stdout  # fair-slots' parameter and its default
 
 
+def test_policies_lists_the_cloud_services_too() -> None:
+    from utilon.errors import UtilonError
+    from utilon.policies.cura.base import cloud_policy_names, make_cloud_policy
+
+    res = invoke("policies")
+    assert res.exit_code == 0, res.output
+    assert "cloud services" in res.stdout
+    for name in cloud_policy_names():
+        assert name in res.stdout
+    assert "reconf_window=300.0" in res.stdout  # cura's parameter and its default
+    # the one-line error for an unknown service points at a command that exists
+    with pytest.raises(UtilonError, match="run `utilon policies`"):
+        make_cloud_policy("nope", None)  # type: ignore[arg-type]
+
+
 def test_no_arguments_shows_help() -> None:
     res = invoke()
     assert "simulate" in res.output and "compare" in res.output

@@ -7,6 +7,7 @@ on stderr and exit status 2; ``--debug`` shows the traceback instead, for bug re
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import logging
 import sys
@@ -369,6 +370,19 @@ def list_policies() -> None:
         params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
         t.add_row(n, cls.summary, params or "-")
     out.print(t)
+    from utilon.policies.cura.base import cloud_policy_class, cloud_policy_names
+
+    c = Table(title="cloud services (Cura's world of VM pools; `utilon reproduce cura`)")
+    c.add_column("name")
+    c.add_column("description")
+    c.add_column("parameters")
+    for n in cloud_policy_names():
+        cloud = cloud_policy_class(n)
+        sig = inspect.signature(cloud.__init__)
+        params = ", ".join(f"{k}={v.default!r}" for k, v in sig.parameters.items()
+                           if k not in ("self", "store"))
+        c.add_row(n, cloud.summary, params or "-")
+    out.print(c)
 
 
 # ---------------------------------------------------------------------------------- validate

@@ -69,13 +69,19 @@ def cloud_policy_names() -> list[str]:
     return list(_REGISTRY)
 
 
-def make_cloud_policy(name: str, store: ProfileStore, params: dict[str, Any] | None = None
-                      ) -> CloudPolicy:
-    """Build a registered cloud policy; an unknown name or parameter is a one-line error."""
+def cloud_policy_class(name: str) -> type[CloudPolicy]:
+    """The registered cloud policy class ``name`` (an unknown name is a one-line error)."""
     cls = _REGISTRY.get(name)
     if cls is None:
         raise UnknownNameError("cloud policy", name, list(_REGISTRY),
-                               fix="run `utilon cloud policies` to see them")
+                               fix="run `utilon policies` to see them")
+    return cls
+
+
+def make_cloud_policy(name: str, store: ProfileStore, params: dict[str, Any] | None = None
+                      ) -> CloudPolicy:
+    """Build a registered cloud policy; an unknown name or parameter is a one-line error."""
+    cls = cloud_policy_class(name)
     sig = inspect.signature(cls.__init__)
     accepted = [p for p in sig.parameters if p not in ("self", "store")]
     for key in params or {}:
