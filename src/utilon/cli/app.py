@@ -360,29 +360,30 @@ def report_cmd(
 # ---------------------------------------------------------------------------------- policies
 @app.command("policies")
 def list_policies() -> None:
-    """List the registered policies with a one-line description and their parameters."""
-    t = Table(title="policies")
-    t.add_column("name")
-    t.add_column("description")
-    t.add_column("parameters")
-    for n in policy_names():
-        cls = policy_class(n)
-        params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
-        t.add_row(n, cls.summary, params or "-")
-    out.print(t)
+    """List the registered policies, and Cura's cloud services, with a one-line description
+    and their parameters."""
     from utilon.policies.cura.base import cloud_policy_class, cloud_policy_names
 
-    c = Table(title="cloud services (Cura's world of VM pools; `utilon reproduce cura`)")
-    c.add_column("name")
-    c.add_column("description")
-    c.add_column("parameters")
+    slot = []
+    for n in policy_names():
+        params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
+        slot.append((n, policy_class(n).summary, params))
+    cloud = []
     for n in cloud_policy_names():
-        cloud = cloud_policy_class(n)
-        sig = inspect.signature(cloud.__init__)
-        params = ", ".join(f"{k}={v.default!r}" for k, v in sig.parameters.items()
-                           if k not in ("self", "store"))
-        c.add_row(n, cloud.summary, params or "-")
-    out.print(c)
+        cls = cloud_policy_class(n)
+        sig = inspect.signature(cls.__init__)
+        cloud.append((n, cls.summary, ", ".join(f"{k}={v.default!r}" for k, v in
+                                                sig.parameters.items()
+                                                if k not in ("self", "store"))))
+    for title, rows in (("policies", slot),
+                        ("cloud services (Cura's world of VM pools; `utilon reproduce cura`)",
+                         cloud)):
+        t = Table(title=title)
+        for col in ("name", "description", "parameters"):
+            t.add_column(col)
+        for name, summary, params in rows:
+            t.add_row(name, summary, params or "-")
+        out.print(t)
 
 
 # ---------------------------------------------------------------------------------- validate
