@@ -274,7 +274,10 @@ def test_extreme_options(tmp_path_factory: pytest.TempPathFactory, kind: str,
     f.write_text(text, encoding="utf-8")
     names = data.draw(st.lists(st.sampled_from(NUMERIC_OPTIONS[kind]), min_size=1, max_size=3,
                                unique=True))
-    _import(kind, f, 1.0, {n: data.draw(EXTREME) for n in names})
+    options = {n: data.draw(EXTREME) for n in names}
+    if kind == "swim":  # the per-task profile choice, with every numeric option above
+        options["profiles"] = data.draw(st.sampled_from(["slots", "ras-table2", "table2", 2]))
+    _import(kind, f, 1.0, options)
 
 
 # -- the derived values of one row are bounded too: such a row is malformed, not a bad scenario
