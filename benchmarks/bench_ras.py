@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from utilon.policies.ras.placement import Placement, PlacementJob, place
+from utilon.policies.ras.profiles import SHUFFLE, TABLE2
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results-ras.json"
@@ -53,11 +54,8 @@ REFERENCE = ROOT / "tests" / "_ras_placement_reference.py"
 GOAL_SIZE, GOAL_S = (1000, 500), 1.0
 RESOURCES = ("cpu", "io", "mem")
 # Table 2: (map, reduce, shuffle I/O per map) per job type
-PROFILES = {
-    "sort": ((0.30, 0.45, 0.25), (0.20, 0.50, 0.60), 0.0015),
-    "combine": ((0.25, 0.10, 0.10), (0.10, 0.10, 0.25), 0.00015),
-    "select": ((0.15, 0.20, 0.10), (0.10, 0.10, 0.25), 0.00015),
-}
+PROFILES = {app: (tuple(m[r] for r in RESOURCES), tuple(red[r] for r in RESOURCES),
+                  SHUFFLE[app]["io"]) for app, (m, red) in TABLE2.items()}
 PARALLEL_COPIES = 5
 REDUCE_PHASE = 0.2
 ROUNDS = 3

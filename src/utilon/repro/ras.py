@@ -8,20 +8,23 @@ What the paper gives, and what we chose where it does not (also in docs/reproduc
   submission times.  Maps = input / 64 MB (the Hadoop block size of the time).  Sort runs 20
   reducers, one per TaskTracker ("they execute on different nodes", §3.6); Combine and
   Select run one (§4.2).
-* **Task durations: ASSUMED.** The paper gives only each job's length in isolation.  A job
-  alone runs c maps per TaskTracker, where c is the most its Table 2 profile fits (Sort 2,
-  Combine 4, Select 5).  Its reduce phase is ``REDUCE_SHARE`` of its length, and the map
-  phase the rest, in ⌈maps / 20c⌉ waves.  Every task is jittered by ±10% (uniform, seeded).
-  We measure each job alone under RAS and print that length beside the paper's.
+* **Task durations: CALIBRATED** (``CALIBRATION``; fitted on the Fair Scheduler only by
+  benchmarks/ras_calibration.py, targets and fit in docs/reproduction-ras.md).  The paper
+  gives only each job's length in isolation.  Those runs used Hadoop's default 2 map slots
+  per TaskTracker; a job's reduce phase is 65% (Sort) or 35% (Combine, Select) of its length,
+  and the map phase the rest, in ⌈maps / 40⌉ waves.  Every task is jittered by ±10% (uniform,
+  seeded).  We measure each job alone with those slots, and under RAS, and print both beside
+  the paper's length.
 * **Profiles** (Table 2): the map and reduce profiles are the stages' declared demands (the
   simulator charges them as actual use).  Shuffle I/O per map placed is the ``ras`` policy's
   ``shuffle`` parameter.  The simulator starts reducers when the map phase ends; a shuffling
   reducer's profile is at most 0.75% I/O, too little to matter.
 * **Over-commitment** (Fig. 3's slope beyond 4 slots): the fluid model shares an
   over-committed resource and, with ``thrashing`` γ_r, loses throughput as (C/U)^γ.  Disk
-  seeks and memory swapping are what static slots suffer from.  We ASSUME γ_io = 0.5 and
-  γ_mem = 2, and cpu time-shares without loss.  The full run repeats Experiment 1 with γ = 0,
-  pure proportional sharing, to show how much of the result this assumption carries.
+  seeks and memory swapping are what static slots suffer from.  CALIBRATED with the task
+  durations: γ_io = 0.5 and γ_mem = 1; cpu time-shares without loss.  The full run repeats
+  Experiment 1 with γ = 0, pure proportional sharing, to show how much of the result the
+  throughput loss carries.
 * **Goals**: Experiment 1's are "highly relaxed": 10⁶ s after submission, so s_req = 1.
   Experiment 2 uses Table 1's goals, which are absolute times.
 * **Fair Scheduler** (``fair-slots``): k = 1…8 map slots and 2 reduce slots per TaskTracker.
@@ -55,9 +58,6 @@ REDUCE_SLOTS = 2
 JITTER = 0.10
 RELAXED = 1e6
 REDUCERS = {"sort": TRACKERS, "combine": 1, "select": 1}
-
-PROFILES = TABLE2  # Table 2 (utilon.policies.ras.profiles)
-
 
 @dataclass(frozen=True)
 class Table1Job:
@@ -138,7 +138,7 @@ def _span(x: float) -> dict[str, Any]:
 def job_doc(job: Table1Job, goal: float | None, submit: float | None = None,
             calib: Calibration = CALIBRATION) -> dict[str, Any]:
     m, r = task_seconds(job, calib)
-    mp, rp = PROFILES[job.app]
+    mp, rp = TABLE2[job.app]
     at = job.submit if submit is None else submit
     rel = (goal - job.submit) if goal is not None else RELAXED
     return {"id": job.label, "submit": at, "class": job.app,
@@ -268,13 +268,12 @@ def isolation(seed: int, progress: Callable[[str], None],
     Table 1's lengths were measured with and one reduce slot per TaskTracker (a job's
     reducers "execute on different nodes", §3.6) -- these should match Table 1 -- and under
     RAS."""
-    k = calib.isolation_slots or max(concurrency(a) for a in PROFILES)
     out = {}
     for j in TABLE1:
         progress(f"length in isolation: {j.label}")
         wl, _ = workload("relaxed", seed, calib, only=j)
         out[j.label] = {"slots": simulate(wl, j.label, "fair-slots",
-                                          {"k": k, "reduce_k": 1}).makespan,
+                                          {"k": calib.slots(j.app), "reduce_k": 1}).makespan,
                         "ras": simulate(wl, j.label, "ras", ras_params()).makespan}
     return out
 

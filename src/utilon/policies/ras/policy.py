@@ -83,6 +83,7 @@ class Ras(Policy):
     paper = "ras"
     triggers = EVENT_TRIGGERS | {Trigger.TICK}
     uses_placement = True
+    uses_free_capacity = True  # for tt_order: free
 
     def __init__(self, interval: float = 30.0, rounds: int = 3, parallel_copies: int = 5,
                  shuffle: dict[str, dict[str, float]] | None = None,
@@ -198,7 +199,7 @@ class Ras(Policy):
                 parallel_copies=self.parallel_copies))
             views.append((job, ph))
         start = self._start(jobs, views, up, running, col)
-        order = self._free_first(snapshot, up, names, col) if self.tt_order == "free" else None
+        order = self._free_first(snapshot, up, names) if self.tt_order == "free" else None
         result = place(jobs, np.maximum(cap, 0.0), rounds=self.rounds, start_map=start,
                        order=order)
         self._remember(jobs, up, result, now)
@@ -224,22 +225,21 @@ class Ras(Policy):
         return start
 
     @staticmethod
-    def _free_first(snapshot: ClusterSnapshot, up: list[Any], names: tuple[str, ...],
-                    col: dict[int, int]) -> list[int]:
-        """TaskTrackers by free capacity now (the tightest resource's free share, by the
-        declared demand of the tasks that run), most free first; ties by index."""
+    def _free_first(snapshot: ClusterSnapshot, up: list[Any], names: tuple[str, ...]
+                    ) -> list[int]:
+        """TaskTrackers by free capacity now (the core's declared free capacity; the tightest
+        resource's free share), most free first; ties by index."""
+        assert snapshot.free is not None  # uses_free_capacity
+        col = [snapshot.resource_names.index(r) for r in names]
         cap = np.array([[m.capacity[r] for r in names] for m in up], dtype=float).reshape(
             len(up), len(names))
-        used = np.zeros_like(cap)
-        stages = {j.id: j.stages for j in snapshot.jobs}
-        for jid, per in (snapshot.placement or {}).items():
-            for (si, mi), n in per.items():
-                if mi in col and jid in stages:
-                    used[col[mi]] += n * _vector(stages[jid][si].demand, names)
+        free = snapshot.free[[m.index for m in up]][:, col] if up else cap
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(cap > 0, (cap - used) / cap, 1.0)
-        free = share.min(axis=1) if len(names) else np.zeros(len(up))
-        return np.lexsort((np.arange(len(up)), -free)).tolist()
+            share = np.where(cap > 0, free / cap, 1.0)
+        # rounded: the core updates free capacity incrementally, and float noise must not
+        # break ties between equally free TaskTrackers
+        tightest = np.round(share.min(axis=1), 9) if len(names) else np.zeros(len(up))
+        return np.lexsort((np.arange(len(up)), -tightest)).tolist()
 
     def _remember(self, jobs: list[PlacementJob], up: list[Any], result: Placement,
                   now: float) -> None:
