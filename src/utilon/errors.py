@@ -29,6 +29,19 @@ class UtilonError(Exception):
     def __str__(self) -> str:
         return self.one_line()
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # rebuilt without __init__ (subclasses take other arguments): an error raised in a
+        # worker process of a parallel run must reach the CLI whole
+        return (_restore, (type(self), self.args, self.__dict__))
+
+
+def _restore(cls: type[UtilonError], args: tuple[object, ...],
+             state: dict[str, object]) -> UtilonError:
+    e = cls.__new__(cls)
+    e.args = args
+    e.__dict__.update(state)
+    return e
+
 
 class ModelError(UtilonError):
     """A domain value is invalid (a utility that increases, a negative duration, ...)."""

@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from utilon.cli.common import err, key_values, out
+from utilon.cli.common import JobsOpt, RayAddressOpt, err, key_values, out
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
 from utilon.cli.reproduce import reproduce_app
@@ -28,14 +28,15 @@ from utilon.cli.trace import trace_app
 from utilon.core.feasibility import check_workload
 from utilon.errors import UtilonError
 from utilon.live import LiveProgress
+from utilon.parallel import check_jobs
 from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
 from utilon.runner import (
     BACKENDS,
     LiveOutput,
-    RunOutput,
     make_backend,
     resolve_policies,
     run_live,
+    run_policies,
     run_policy,
 )
 from utilon.scenario import load_workload, read_scenario, scenario_json_schema
@@ -127,8 +128,8 @@ def simulate(
             res = run_policy(workload, name, _parse_params(param), out_dir=target,
                              validate=validate,
                              progress=lambda d, t: prog.update(task, completed=d))
-        out.print(_table([res], f"{workload.name} (seed {workload.seed})"))
-        _warn(res)
+        out.print(_table([res.summary], f"{workload.name} (seed {workload.seed})"))
+        _warn(res.summary)
         out.print(f"outputs: {target}/jobs.csv, summary.json, provenance.json, "
                   "allocation.csv, capacity.csv, attempts.csv")
         if report:
@@ -145,24 +146,29 @@ def compare(
     out_dir: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
     capacity: CapacityOpt = None,
     report: ReportOpt = False,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
-    """Run several policies on the same scenario and print one summary row per policy."""
+    """Run several policies on the same scenario and print one summary row per policy.
+
+    The runs are independent and go to parallel processes (``--jobs``, default one per core)
+    or to a Ray cluster (``--ray-address``); the outputs are the same as one after another."""
     with _errors():
         names = resolve_policies(policies)
         if not names:
             raise UtilonError("no policies given", where="--policies",
                               fix="e.g. --policies fifo,fair or --policies all")
+        check_jobs(jobs)
         workload = load_workload(scenario, seed=seed, capacity=capacity)
         target = out_dir or _default_out(workload.name)
-        results: list[RunOutput] = []
         with _progress() as prog:
-            tasks = {n: prog.add_task(n, total=len(workload.jobs)) for n in names}
-            for n in names:
-                def advance(d: int, t: int, _n: str = n) -> None:
-                    prog.update(tasks[_n], completed=d)
+            tasks = [prog.add_task(n, total=len(workload.jobs)) for n in names]
 
-                results.append(run_policy(workload, n, out_dir=target / n, progress=advance))
-                prog.update(tasks[n], completed=len(workload.jobs))
+            def advance(i: int, done: int, total: int) -> None:
+                prog.update(tasks[i], completed=done * len(workload.jobs) / max(total, 1))
+
+            results = run_policies(workload, names, out_dir=target, jobs=jobs,
+                                   ray_address=ray_address, on_progress=advance)
         _write_comparison(target, results)
         out.print(_table(results, f"{workload.name}: {len(workload.jobs)} jobs, "
                                   f"{len(workload.cluster.machines)} machines, seed "
@@ -174,7 +180,7 @@ def compare(
             _write_report([target], target / "report.html")
 
 
-def _write_comparison(target: Path, results: list[RunOutput]) -> None:
+def _write_comparison(target: Path, results: list[dict[str, Any]]) -> None:
     target.mkdir(parents=True, exist_ok=True)
     cols = ["policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate",
             "unfinished", "penalty", "makespan", "response_mean", "response_p95",
@@ -183,9 +189,9 @@ def _write_comparison(target: Path, results: list[RunOutput]) -> None:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
         for r in results:
-            w.writerow([r.summary[c] for c in cols])
+            w.writerow([r[c] for c in cols])
     (target / "comparison.json").write_text(
-        json.dumps([r.summary for r in results], indent=2) + "\n", encoding="utf-8")
+        json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 def _progress() -> Progress:
@@ -194,7 +200,7 @@ def _progress() -> Progress:
                     disable=not err.is_terminal)
 
 
-def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
+def _table(results: Sequence[dict[str, Any]], title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for col, just in (("policy", "left"), ("U min", "right"), ("U sum", "right"),
                       ("U mean", "right"), ("misses", "right"), ("unfinished", "right"),
@@ -204,8 +210,7 @@ def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
                       ("decide p50/p95 ms", "right"), ("solves", "right"),
                       ("solve p50/p95 ms", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
-    for r in results:
-        s = r.summary
+    for s in results:
         tm = s["timing"]
         t.add_row(s["policy"], f"{s['utility_min']:.3f}", f"{s['utility_sum']:.2f}",
                   f"{s['utility_mean']:.3f}", f"{s['misses']} ({s['miss_rate']:.0%})",
@@ -221,8 +226,7 @@ def _table(results: Sequence[RunOutput | LiveOutput], title: str) -> Table:
     return t
 
 
-def _warn(r: RunOutput | LiveOutput) -> None:
-    s = r.summary
+def _warn(s: dict[str, Any]) -> None:
     if s["stopped_early"]:
         err.print(f"[yellow]warning:[/] {s['policy']}: run stopped early: "
                   f"{s['stopped_early']}; {s['unfinished']} job(s) unfinished "
@@ -277,7 +281,8 @@ def run(
         with _LiveView(name, backend) as view:
             res = run_live(workload, name, be, _parse_params(param), out_dir=target,
                            timeout=timeout, progress=view.update)
-        out.print(_table([res], f"{workload.name} live on {backend} (seed {workload.seed})"))
+        out.print(_table([res.summary],
+                         f"{workload.name} live on {backend} (seed {workload.seed})"))
         _report_live(res)
         out.print(f"outputs: {target}/jobs.csv, summary.json, attempts.csv, allocation.csv, "
                   "capacity.csv, verification.json; task outputs under jobs/")
@@ -333,7 +338,7 @@ def _report_live(res: LiveOutput) -> None:
     if t["failed"] or t["lost"] or t["killed"]:
         err.print(f"tasks: {t['failed']} failed, {t['lost']} lost, {t['killed']} preempted; "
                   "all were re-queued")
-    _warn(res)
+    _warn(res.summary)
 
 
 # ---------------------------------------------------------------------------------- report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -64,3 +64,11 @@ def key_values(items: list[str] | None, option: str, example: str) -> dict[str, 
         except json.JSONDecodeError:
             values[k.strip()] = v
     return values
+
+
+JobsOpt = Annotated[int | None, typer.Option(
+    "--jobs", "-j", help="simulations run at once in local processes (default: one per core; "
+    "1 = one after another in this process)", show_default=False)]
+RayAddressOpt = Annotated[str | None, typer.Option(
+    "--ray-address", help="run the simulations as tasks on this Ray cluster instead "
+    "(`local` starts one here; every node needs utilon installed)", show_default=False)]

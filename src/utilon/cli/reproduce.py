@@ -8,8 +8,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import err, out
+from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
 from utilon.cli.common import errors as _errors
+from utilon.parallel import check_jobs
 
 reproduce_app = typer.Typer(help="Reproduce a paper's evaluation: tables (paper beside ours) "
                             "and figures.", no_args_is_help=True)
@@ -28,12 +29,15 @@ def cora(
     out_dir: Annotated[Path, typer.Option("--out", help="where runs, figures and "
                                           "results.json go")] = Path("runs/reproduce/cora"),
     seed: Annotated[int, typer.Option("--seed", help="workload seed")] = 1,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """CORA (Huang et al., INFOCOM 2015): Tables I–III, Figs. 3–4."""
     from utilon.repro import cora as R
 
     with _errors(), err.status("running", spinner="dots") as status:
-        res = R.reproduce(out_dir, quick=quick, seed=seed,
+        check_jobs(jobs)
+        res = R.reproduce(out_dir, quick=quick, seed=seed, jobs=jobs, ray_address=ray_address,
                           progress=lambda m: status.update(m))
     t1 = res["table1"]
     t = Table(title=f"Table I: {t1['jobs']} jobs, 20/60/20% critical/sensitive/insensitive "
@@ -96,21 +100,24 @@ def rds(
     out_dir: Annotated[Path, typer.Option("--out", help="where runs, figures and "
                                           "results.json go")] = Path("runs/reproduce/rds"),
     seed: Annotated[int, typer.Option("--seed", help="task-duration jitter seed")] = 0,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """RDS (Cheng et al., TPDS 2019): case study (Table 1/Fig. 2), Table 3 workload in
     scale-up and scale-out (Figs. 7–11)."""
     from utilon.repro import rds as R
 
     with _errors(), err.status("running", spinner="dots") as status:
-        res = R.reproduce(out_dir, quick=quick, seed=seed,
+        check_jobs(jobs)
+        res = R.reproduce(out_dir, quick=quick, seed=seed, jobs=jobs, ray_address=ray_address,
                           progress=lambda m: status.update(m))
     t = Table(title="Table 1 / Fig. 2 case study: finish time (min) / deadline, met?",
               title_justify="left")
     for c in ("scheduler", "J1", "J2", "paper"):
         t.add_column(c)
-    for s, jobs in res["case"]["rows"].items():
+    for s, per_job in res["case"]["rows"].items():
         cells = [f"{v['finish_min']} / {v['deadline_min']} {'met' if v['met'] else 'MISSED'}"
-                 for v in jobs.values()]
+                 for v in per_job.values()]
         t.add_row(s, *cells, res["case"]["paper"].get(s, ""))
     out.print(t)
     days = ", ".join(res["days"])
@@ -193,13 +200,16 @@ def ras(
     out_dir: Annotated[Path, typer.Option("--out", help="where scenarios, figures and "
                                           "results.json go")] = Path("runs/reproduce/ras"),
     seed: Annotated[int, typer.Option("--seed", help="task-duration jitter seed")] = 0,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """RAS (Polo et al., Middleware 2011): Experiments 1 and 2 on the Gridmix workload of
     Table 1 (Figs. 3–6)."""
     from utilon.repro import ras as R
 
     with _errors(), err.status("running", spinner="dots") as status:
-        res = R.reproduce(out_dir, quick=quick, seed=seed,
+        check_jobs(jobs)
+        res = R.reproduce(out_dir, quick=quick, seed=seed, jobs=jobs, ray_address=ray_address,
                           progress=lambda m: status.update(m))
     w = Table(title="Table 1 workload on 20 TaskTrackers (task durations assumed: see docs)",
               title_justify="left")
@@ -281,13 +291,17 @@ def alsched(
                                         "instead of 3 seeds and 14")] = False,
     out_dir: Annotated[Path, typer.Option("--out", help="where figures and results.json go")]
     = Path("runs/reproduce/alsched"),
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """alsched (Tumanov et al., SoCC 2012): Table 1 and the Soft / Hard / None sweeps of
     Figs. 7-9."""
     from utilon.repro import alsched as R
 
     with _errors(), err.status("running", spinner="dots") as status:
-        res = R.reproduce(out_dir, quick=quick, progress=lambda m: status.update(m))
+        check_jobs(jobs)
+        res = R.reproduce(out_dir, quick=quick, jobs=jobs, ray_address=ray_address,
+                          progress=lambda m: status.update(m))
     t1 = res["table1"]
     t = Table(title=f"Table 1: total time of {t1['jobs']} jobs at t = 0 (duration "
               f"{t1['duration']:g}; 8 x 32 + 64 x 8 cores; NBODY speedup {t1['speedup']:g}, "
@@ -335,13 +349,17 @@ def cura(
     out_dir: Annotated[Path, typer.Option("--out", help="where figures and results.json go")]
     = Path("runs/reproduce/cura"),
     seed: Annotated[int, typer.Option("--seed", help="workload seed")] = 1,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """Cura (Palanisamy et al., IEEE TPDS 2015): Appendix B's schedules (Tables 5-6) and the
     service comparisons of Figs. 5-12."""
     from utilon.repro import cura as R
 
     with _errors(), err.status("running", spinner="dots") as status:
-        res = R.reproduce(out_dir, quick=quick, seed=seed, progress=lambda m: status.update(m))
+        check_jobs(jobs)
+        res = R.reproduce(out_dir, quick=quick, seed=seed, jobs=jobs, ray_address=ray_address,
+                          progress=lambda m: status.update(m))
     ab = res["appendix_b"]
     for key, title in (("table5", f"Table 5: VM-aware schedule, pools {ab['pools_t5']}"),
                        ("table6", f"Table 6: with reconfiguration, pools {ab['pools_t6']} "

@@ -52,6 +52,7 @@ from utilon.live.guard import CapacityGuard
 from utilon.live.worker import execute
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
 from utilon.model.resources import Resources
+from utilon.parallel import check_reachable
 
 log = logging.getLogger(__name__)
 GIB = 2.0**30
@@ -136,6 +137,9 @@ class RayBackend(Backend):
                                   "configure_logging": False, **self.init_kwargs}
             if self.address is None and self.num_cpus is not None:
                 kw["num_cpus"] = self.num_cpus
+            if self.address is not None:
+                check_reachable(self.address, where=f"--ray-address {self.address}",
+                                otherwise="omit --ray-address to start one here")
             try:
                 ray.init(address=self.address, **kw)
             except (ConnectionError, RuntimeError, ValueError) as e:

@@ -34,6 +34,7 @@ import numpy as np
 from utilon.model.cluster import Cluster, Machine
 from utilon.model.job import Job
 from utilon.model.resources import Resources
+from utilon.parallel import Fanout
 from utilon.policies import make_policy
 from utilon.policies.alsched.jobs import workload
 from utilon.sim.engine import Simulation
@@ -89,20 +90,34 @@ def inflection(speedups: Sequence[float], soft: Sequence[float],
     return None
 
 
+Run = tuple[tuple[str, ...], int, float, float, int, int, int, str]
+"""One simulation: job kinds, jobs, duration, speedup, seed, large and small machines, and
+the constraint handling."""
+
+
+def _runtime(_: None, run: Run, progress: Callable[[int, int], None] | None) -> float:
+    kinds, n_jobs, duration, speedup, seed, large, small, constraints = run
+    jobs = workload(kinds, n_jobs, duration=duration, speedup=speedup, seed=seed)
+    return total_runtime(jobs, cluster(large, small), constraints)
+
+
+def _mean_runtimes(fanout: Fanout, runs: list[Run], seeds: int, what: str) -> list[float]:
+    """The mean over ``seeds`` consecutive runs (each group differs only in its seed)."""
+    vals = fanout.map(_runtime, runs, what=what)
+    return [round(float(np.mean(vals[i:i + seeds])), 6) for i in range(0, len(vals), seeds)]
+
+
 def sweep(ratio: str, speedups: Sequence[float], seeds: int, n_jobs: int,
-          progress: Progress) -> dict[str, Any]:
+          fanout: Fanout) -> dict[str, Any]:
     """Figs. 7 / 8-9: total runtime of each policy over the speedup factors."""
     large, small = CLUSTERS[ratio]
-    cl = cluster(large, small)
+    runs: list[Run] = [(("nbody",), n_jobs, FIG_DURATION, f, s, large, small, p)
+                       for f in speedups for p in POLICIES for s in range(seeds)]
+    means = iter(_mean_runtimes(fanout, runs, seeds, f"ratio {ratio}"))
     runtime: dict[str, list[float]] = {p: [] for p in POLICIES}
-    for f in speedups:
+    for _f in speedups:
         for p in POLICIES:
-            vals = []
-            for s in range(seeds):
-                progress(f"ratio {ratio}: f = {f:g}, {p}, seed {s}")
-                jobs = workload(("nbody",), n_jobs, duration=FIG_DURATION, speedup=f, seed=s)
-                vals.append(total_runtime(jobs, cl, p))
-            runtime[p].append(round(float(np.mean(vals)), 6))
+            runtime[p].append(next(means))
     soft, hard, none = runtime["soft"], runtime["hard"], runtime["none"]
     return {
         "ratio": ratio, "large": large, "small": small, "jobs": n_jobs, "seeds": seeds,
@@ -114,20 +129,17 @@ def sweep(ratio: str, speedups: Sequence[float], seeds: int, n_jobs: int,
     }
 
 
-def table1(seeds: int, progress: Progress) -> dict[str, Any]:
+def table1(seeds: int, fanout: Fanout) -> dict[str, Any]:
     """Table 1: 100 jobs of each type (and a mix), duration 10, 8 x 32 + 64 x 8 cores."""
     large, small = CLUSTERS["table1"]
-    cl = cluster(large, small)
+    runs: list[Run] = [(tuple(kinds), TABLE_JOBS, TABLE_DURATION, TABLE_SPEEDUP, s, large,
+                        small, p)
+                       for kinds in TABLE_KINDS.values() for p in POLICIES for s in range(seeds)]
+    means = iter(_mean_runtimes(fanout, runs, seeds, "Table 1"))
     ours: dict[str, dict[str, float]] = {p: {} for p in POLICIES}
-    for name, kinds in TABLE_KINDS.items():
+    for name in TABLE_KINDS:
         for p in POLICIES:
-            vals = []
-            for s in range(seeds):
-                progress(f"Table 1: {name}, {p}, seed {s}")
-                jobs = workload(kinds, TABLE_JOBS, duration=TABLE_DURATION,
-                                speedup=TABLE_SPEEDUP, seed=s)
-                vals.append(total_runtime(jobs, cl, p))
-            ours[p][name] = round(float(np.mean(vals)), 6)
+            ours[p][name] = next(means)
     return {"ours": ours, "paper": PAPER_TABLE1, "speedup": TABLE_SPEEDUP,
             "jobs": TABLE_JOBS, "duration": TABLE_DURATION, "seeds": seeds}
 
@@ -180,16 +192,18 @@ def claims(res: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def reproduce(out: Path, *, quick: bool = False,
-              progress: Progress = lambda _m: None) -> dict[str, Any]:
-    """Run Table 1 and the Figs. 7-9 sweeps; write results.json and the figures."""
+def reproduce(out: Path, *, quick: bool = False, progress: Progress = lambda _m: None,
+              jobs: int | None = None, ray_address: str | None = None) -> dict[str, Any]:
+    """Run Table 1 and the Figs. 7-9 sweeps (their simulations in parallel: ``jobs``
+    processes, or on Ray); write results.json and the figures."""
     out.mkdir(parents=True, exist_ok=True)
     seeds = 1 if quick else 3
     speedups = SPEEDUPS_QUICK if quick else SPEEDUPS
     res: dict[str, Any] = {"quick": quick}
-    res["table1"] = table1(seeds, progress)
-    res["fig7"] = sweep("4:10", speedups, seeds, FIG_JOBS, progress)
-    res["fig9"] = sweep("1:10", speedups, seeds, FIG_JOBS, progress)
+    with Fanout(jobs, ray_address, progress) as fan:
+        res["table1"] = table1(seeds, fan)
+        res["fig7"] = sweep("4:10", speedups, seeds, FIG_JOBS, fan)
+        res["fig9"] = sweep("1:10", speedups, seeds, FIG_JOBS, fan)
     res["paper_inflection"] = PAPER_INFLECTION
     res["claims"] = claims(res)
     from utilon.repro.alsched_figures import figures

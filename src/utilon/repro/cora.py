@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +43,11 @@ import numpy as np
 
 from utilon.core.decision import Decision
 from utilon.core.snapshot import ClusterSnapshot
+from utilon.parallel import Fanout
 from utilon.policies import make_policy
 from utilon.policies.cora.policy import Cora, Slotted
 from utilon.policies.rrh import rewards
-from utilon.runner import run_policy
+from utilon.runner import read_files, run_policy, write_files
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
 from utilon.sim.engine import Simulation
@@ -331,69 +333,93 @@ def alone_bound(wl: Workload, classes: Sequence[str]) -> dict[str, float]:
 
 
 def table1(n: int, seed: int, out: Path, schedulers: Sequence[str] = SCHEDULERS,
-           progress: Callable[[str], None] | None = None) -> Table1:
+           progress: Callable[[str], None] | None = None,
+           fanout: Fanout | None = None) -> Table1:
+    if fanout is None:
+        with Fanout(progress=progress) as fan:
+            return table1(n, seed, out, schedulers, fanout=fan)
     wl = cora_workload(n, {"critical": 0.2, "sensitive": 0.6, "insensitive": 0.2}, seed,
                        name="cora-table1")
+    done = fanout.map(_table1_run, list(schedulers), shared=wl, what="Table I")
     rows: dict[str, dict[str, Any]] = {}
     recorder = EventRecorder(Cora())
-    for s in schedulers:
-        if progress:
-            progress(f"Table I: {s}")
+    for s, (row, files, events) in zip(schedulers, done, strict=True):
+        write_files(out / s, files)
+        rows[s] = row
         if s == "cora":
-            pol = recorder.policy
-            res = Simulation(wl.cluster, wl.jobs, pol, on_decision=recorder).run()
-            from utilon.metrics.outputs import job_rows, summarize, write_outputs
-            from utilon.runner import provenance
-
-            jr = job_rows(res, wl.jobs)
-            summary = write_outputs(out / s, jr, summarize(res, wl, pol, jr), provenance(wl),
-                                    res)
-            solver = [x * 1000 for x in res.core.stats.solver_seconds]
-        else:
-            o = run_policy(wl, s, out_dir=out / s)
-            jr, summary = o.rows, o.summary
-            solver = [x * 1000 for x in o.result.core.stats.solver_seconds]
-        umin, usum = _u_stats(jr, ("critical", "sensitive"))
-        decide = summary["timing"]
-        rows[s] = {"min": umin, "sum": usum, "misses": summary["misses"],
-                   "solver_ms_mean": statistics.fmean(solver) if solver else None,
-                   "solver_ms_std": statistics.pstdev(solver) if len(solver) > 1 else None,
-                   "decide_ms_p50": decide["decide_ms_p50"],
-                   "decide_ms_p95": decide["decide_ms_p95"], "decisions": summary["decisions"]}
-        report = summary.get("policy_report") or {}
-        if "plan_error" in report:  # CORA: realised minus planned completion, per job
-            rows[s]["plan_error"] = report["plan_error"]
+            recorder.rows = events
     return Table1(n, rows, recorder, out, alone_bound(wl, ("critical", "sensitive")))
+
+
+def _table1_run(wl: Workload, s: str, progress: Callable[[int, int], None] | None
+                ) -> tuple[dict[str, Any], dict[str, bytes], list[Any]]:
+    """One scheduler of Table I (in a worker process): its row, its run directory's files
+    and, for CORA, the per-event comparison with the baselines (Fig. 3)."""
+    from utilon.metrics.outputs import job_rows, summarize, write_outputs
+    from utilon.runner import provenance
+
+    recorder = EventRecorder(Cora()) if s == "cora" else None
+    with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
+        if recorder is None:
+            o = run_policy(wl, s, out_dir=Path(tmp), progress=progress)
+            res, jr, summary = o.result, o.rows, o.summary
+        else:
+            pol = recorder.policy
+            res = Simulation(wl.cluster, wl.jobs, pol, on_decision=recorder,
+                             progress=progress).run()
+            jr = job_rows(res, wl.jobs)
+            summary = write_outputs(Path(tmp), jr, summarize(res, wl, pol, jr), provenance(wl),
+                                    res)
+        files = read_files(Path(tmp))
+    solver = [x * 1000 for x in res.core.stats.solver_seconds]
+    umin, usum = _u_stats(jr, ("critical", "sensitive"))
+    decide = summary["timing"]
+    row = {"min": umin, "sum": usum, "misses": summary["misses"],
+           "solver_ms_mean": statistics.fmean(solver) if solver else None,
+           "solver_ms_std": statistics.pstdev(solver) if len(solver) > 1 else None,
+           "decide_ms_p50": decide["decide_ms_p50"],
+           "decide_ms_p95": decide["decide_ms_p95"], "decisions": summary["decisions"]}
+    report = summary.get("policy_report") or {}
+    if "plan_error" in report:  # CORA: realised minus planned completion, per job
+        row["plan_error"] = report["plan_error"]
+    return row, files, recorder.rows if recorder is not None else []
 
 
 def vary_mix(n: int, seed: int, percents: Sequence[int], utility: str,
              schedulers: Sequence[str] = MIX_SCHEDULERS,
-             progress: Callable[[str], None] | None = None) -> dict[int, dict[str, Any]]:
+             progress: Callable[[str], None] | None = None,
+             fanout: Fanout | None = None) -> dict[int, dict[str, Any]]:
     """Tables II (sigmoid, % critical) and III (linear, % steep): 25% of the jobs keep no
     sensitivity (insensitive / flat), the rest are sensitive / gradual."""
+    if fanout is None:
+        with Fanout(progress=progress) as fan:
+            return vary_mix(n, seed, percents, utility, schedulers, fanout=fan)
+    items = [(n, seed, pct, utility, s) for pct in percents for s in schedulers]
+    done = fanout.map(_mix_run, items, what="Table II" if utility == "sigmoid" else "Table III")
+    out: dict[int, dict[str, Any]] = {pct: {} for pct in percents}
+    for (_, _, pct, _, s), r in zip(items, done, strict=True):
+        out[pct][s] = r
+    return out
+
+
+def _mix_run(_: None, item: tuple[int, int, int, str, str],
+             progress: Callable[[int, int], None] | None) -> dict[str, Any]:
+    n, seed, pct, utility, s = item
     hi, lo, none = (("critical", "sensitive", "insensitive") if utility == "sigmoid"
                     else ("steep", "gradual", "flat"))
-    out: dict[int, dict[str, Any]] = {}
-    for pct in percents:
-        mix = {hi: pct / 100, lo: 0.75 - pct / 100, none: 0.25}
-        wl = cora_workload(n, mix, seed + pct, utility=utility, name=f"cora-{utility}-{pct}")
-        out[pct] = {}
-        for s in schedulers:
-            if progress:
-                progress(f"{'Table II' if utility == 'sigmoid' else 'Table III'}: "
-                         f"{pct}% {hi}, {s}")
-            o = run_policy(wl, s)
-            umin, usum = _u_stats(o.rows, (hi, lo))
-            deltas = {c: [r["delta"] for r in o.rows if r["class"] == c
-                          and r["delta"] is not None] for c in (hi, lo)}
-            out[pct][s] = {"min": umin, "sum": usum, "misses": o.summary["misses"],
-                           "delta": deltas}
-    return out
+    mix = {hi: pct / 100, lo: 0.75 - pct / 100, none: 0.25}
+    wl = cora_workload(n, mix, seed + pct, utility=utility, name=f"cora-{utility}-{pct}")
+    o = run_policy(wl, s, progress=progress)
+    umin, usum = _u_stats(o.rows, (hi, lo))
+    deltas = {c: [r["delta"] for r in o.rows if r["class"] == c and r["delta"] is not None]
+              for c in (hi, lo)}
+    return {"min": umin, "sum": usum, "misses": o.summary["misses"], "delta": deltas}
 
 
 # ------------------------------------------------------------------ the whole reproduction
 def reproduce(out: Path, *, quick: bool = False, seed: int = 1,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None,
+              jobs: int | None = None, ray_address: str | None = None) -> dict[str, Any]:
     """Run Tables I–III and write Figs. 3–4; returns everything measured (also written to
     ``out/results.json``)."""
     import json
@@ -403,10 +429,11 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 1,
 
     out.mkdir(parents=True, exist_ok=True)
     n1 = 40 if quick else 100
-    t1 = table1(n1, seed, out / "table1", progress=progress)
     percents = (10, 30, 60) if quick else (10, 20, 30, 45, 60)
-    t2 = vary_mix(20, seed, percents, "sigmoid", progress=progress)
-    t3 = vary_mix(20, seed, percents, "linear", progress=progress)
+    with Fanout(jobs, ray_address, progress) as fan:
+        t1 = table1(n1, seed, out / "table1", fanout=fan)
+        t2 = vary_mix(20, seed, percents, "sigmoid", fanout=fan)
+        t3 = vary_mix(20, seed, percents, "linear", fanout=fan)
     imp = {b: t1.recorder.improvements(b) for b in t1.recorder.baselines}
     fig3 = ccdf_figure({f"CORA−{b.upper()}": v for b, v in imp.items()},
                        xlabel="utility improvement of CORA's minimum over the baseline's "

@@ -31,6 +31,7 @@ from utilon.cloud.profile import (
 )
 from utilon.cloud.sim import CloudSim
 from utilon.cloud.workload import DeadlineDist, appendix_b_jobs, generate
+from utilon.parallel import Fanout
 from utilon.policies.cura import make_cloud_policy
 from utilon.policies.cura.reconfig import plan
 
@@ -152,34 +153,44 @@ def _params(svc: str, jobs: tuple[CloudJob, ...]) -> dict[str, Any] | None:
     return {"reconf_window": max(30.0, (jobs[-1].arrival - jobs[0].arrival) / 6)}
 
 
-def _point(store: ProfileStore, jobs: tuple[CloudJob, ...], services: tuple[str, ...],
-           seed: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for svc in services:
-        par = _params(svc, jobs)
-        def make(s: str = svc, p: dict[str, Any] | None = par) -> Any:
-            return make_cloud_policy(s, store, p)
+Point = tuple[ProfileStore, tuple[CloudJob, ...], str, int]  # store, jobs, service, seed
 
-        search = servers_required(store, make, jobs, seed=seed, start=64)
-        res = CloudSim(store, make_cloud_policy(svc, store, par), jobs, search.servers,
-                       seed=seed).run()
-        out[svc] = {**summarize(res, store), "fleets_tried": len(search.tried),
-                    "timing": {"search_s": round(search.wall_s, 2), **decide_timing(res)}}
-    return out
+
+def _point(_: None, point: Point, progress: Callable[[int, int], None] | None
+           ) -> dict[str, Any]:
+    """One service at one point of a sweep: the fewest servers that meet every deadline."""
+    store, jobs, svc, seed = point
+    par = _params(svc, jobs)
+
+    def make(s: str = svc, p: dict[str, Any] | None = par) -> Any:
+        return make_cloud_policy(s, store, p)
+
+    search = servers_required(store, make, jobs, seed=seed, start=64)
+    res = CloudSim(store, make_cloud_policy(svc, store, par), jobs, search.servers,
+                   seed=seed).run()
+    return {**summarize(res, store), "fleets_tried": len(search.tried),
+            "timing": {"search_s": round(search.wall_s, 2), **decide_timing(res)}}
 
 
 def _sweep(label: str, values: list[Any], make: Callable[[Any], tuple[ProfileStore,
            tuple[CloudJob, ...]]], services: tuple[str, ...], seed: int,
-           progress: Callable[[str], None]) -> dict[str, Any]:
-    points = {}
-    for v in values:
-        progress(f"{label} = {v}")
-        store, jobs = make(v)
-        points[str(v)] = _point(store, jobs, services, seed)
+           fanout: Fanout) -> dict[str, Any]:
+    built = [make(v) for v in values]
+    done = iter(fanout.map(_point, [(store, jobs, svc, seed) for store, jobs in built
+                                    for svc in services], what=label))
+    points = {str(v): {svc: next(done) for svc in services} for v in values}
     return {"x": label, "points": points}
 
 
-def figures(quick: bool, seed: int, progress: Callable[[str], None]) -> dict[str, Any]:
+def _success_rate(_: None, run: tuple[ProfileStore, tuple[CloudJob, ...], str, int, int],
+                  progress: Callable[[int, int], None] | None) -> float:
+    store, jobs, svc, servers, seed = run
+    res = CloudSim(store, make_cloud_policy(svc, store, _params(svc, jobs)), jobs, servers,
+                   seed=seed).run()
+    return float(summarize(res, store)["success_rate"])
+
+
+def figures(quick: bool, seed: int, fanout: Fanout) -> dict[str, Any]:
     n = QUICK_JOBS if quick else FULL_JOBS
     dur = 6000.0 * n / 11500             # the paper's arrival rate: 11,500 jobs in 100 min
     store0 = _store()
@@ -192,33 +203,29 @@ def figures(quick: bool, seed: int, progress: Callable[[str], None]) -> dict[str
     means = [200.0, 800.0] if quick else [100.0, 200.0, 400.0, 800.0]
     figs["fig5_6"] = _sweep("mean deadline s", means,
                             lambda m: wl(store0, deadline=DeadlineDist("uniform", m)),
-                            SERVICES, seed, progress)
+                            SERVICES, seed, fanout)
     if quick:
         return figs
     figs["fig7_8"] = _sweep("prediction error", [0.0, 0.3, 0.7],
                             lambda e: wl(_store(e), deadline=DeadlineDist("uniform", 400.0)),
-                            SERVICES, seed, progress)
+                            SERVICES, seed, fanout)
     figs["fig10_11"] = _sweep(
         "job size", ["small", "medium", "large", "xlarge"],
         lambda c: wl(store0, mix={c: 1.0},
                      deadline=DeadlineDist("uniform", 1000.0 if c == "xlarge" else 100.0)),
-        SERVICES, seed, progress)
+        SERVICES, seed, fanout)
     figs["fig12"] = _sweep("deadline distribution", ["uniform", "poisson", "exponential"],
                            lambda d: wl(store0, deadline=DeadlineDist(d, 400.0)),
-                           ("vm-aware", "cura"), seed, progress)
+                           ("vm-aware", "cura"), seed, fanout)
     # Fig. 9: success rate on fixed fleets (the workload of Fig. 7 at 0% error)
     _, jobs = wl(store0, deadline=DeadlineDist("uniform", 400.0))
     fleets = [100, 200, 400, 800]
-    fig9: dict[str, Any] = {}
-    for svc in SERVICES:
-        if svc == "dedicated":
-            continue
-        progress(f"Fig. 9: {svc}")
-        fig9[svc] = {str(s): summarize(CloudSim(store0, make_cloud_policy(
-            svc, store0, _params(svc, jobs)), jobs,
-                                                s, seed=seed).run(), store0)["success_rate"]
-                     for s in fleets}
-    figs["fig9"] = fig9
+    services = [svc for svc in SERVICES if svc != "dedicated"]
+    rates = iter(fanout.map(_success_rate, [(store0, jobs, svc, n_servers, seed)
+                                            for svc in services for n_servers in fleets],
+                            what="Fig. 9"))
+    figs["fig9"] = {svc: {str(n_servers): next(rates) for n_servers in fleets}
+                    for svc in services}
     return figs
 
 
@@ -264,12 +271,16 @@ def claims(figs: dict[str, Any]) -> dict[str, str]:
 
 
 def reproduce(out_dir: str | Path, quick: bool = False, seed: int = 1,
-              progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+              progress: Callable[[str], None] = lambda m: None, jobs: int | None = None,
+              ray_address: str | None = None) -> dict[str, Any]:
+    """Appendix B, then the figures' sweeps, whose points (one server search per service)
+    run in parallel: ``jobs`` processes, or on Ray."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     progress("Appendix B")
     res: dict[str, Any] = {"quick": quick, "seed": seed, "appendix_b": appendix_b()}
-    res["figures"] = figures(quick, seed, progress)
+    with Fanout(jobs, ray_address, progress) as fan:
+        res["figures"] = figures(quick, seed, fan)
     res["claims"] = {"paper": PAPER_CLAIMS, "ours": claims(res["figures"])}
     (out / "results.json").write_text(json.dumps(_plain(res), indent=1, sort_keys=True))
     try:

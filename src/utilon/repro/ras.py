@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from utilon.model.job import Job
+from utilon.parallel import Fanout
 from utilon.policies import make_policy
 from utilon.policies.ras.profiles import SHUFFLE, TABLE2, concurrency
 from utilon.scenario.build import Workload, build_workload
@@ -250,32 +251,44 @@ def fair(k: int) -> tuple[str, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ experiments
-def experiment1(seed: int, calib: Calibration,
-                progress: Callable[[str], None]) -> dict[str, RasRun]:
+Run = tuple[Workload, str, str, dict[str, Any]]  # workload, label, policy, parameters
+
+
+def _simulate(_: None, run: Run, progress: Callable[[int, int], None] | None) -> RasRun:
+    return simulate(*run)
+
+
+def simulate_all(fanout: Fanout, runs: list[Run], what: str) -> list[RasRun]:
+    """Independent runs, in parallel as ``fanout`` says, in the order given."""
+    return fanout.map(_simulate, runs, what=what)
+
+
+def experiment1_runs(seed: int, calib: Calibration) -> list[Run]:
     wl, _ = workload("relaxed", seed, calib)
-    runs: dict[str, RasRun] = {}
-    for k in range(1, 9):
-        progress(f"Experiment 1: Fair Scheduler, {k} map slots per TaskTracker")
-        runs[f"fair-{k}"] = simulate(wl, f"fair-{k}", *fair(k))
-    progress("Experiment 1: RAS")
-    runs["ras"] = simulate(wl, "ras", "ras", ras_params())
-    return runs
+    return ([(wl, f"fair-{k}", *fair(k)) for k in range(1, 9)]
+            + [(wl, "ras", "ras", ras_params())])
 
 
-def isolation(seed: int, progress: Callable[[str], None],
+def experiment1(seed: int, calib: Calibration, fanout: Fanout,
+                what: str = "Experiment 1: Fair with 1-8 map slots, and RAS"
+                ) -> dict[str, RasRun]:
+    return {r.label: r for r in simulate_all(fanout, experiment1_runs(seed, calib), what)}
+
+
+def isolation(seed: int, fanout: Fanout,
               calib: Calibration = CALIBRATION) -> dict[str, dict[str, float]]:
     """Each job alone: under the Fair Scheduler with the map slots the calibration says
     Table 1's lengths were measured with and one reduce slot per TaskTracker (a job's
     reducers "execute on different nodes", §3.6) -- these should match Table 1 -- and under
     RAS."""
-    out = {}
+    runs: list[Run] = []
     for j in TABLE1:
-        progress(f"length in isolation: {j.label}")
         wl, _ = workload("relaxed", seed, calib, only=j)
-        out[j.label] = {"slots": simulate(wl, j.label, "fair-slots",
-                                          {"k": calib.slots(j.app), "reduce_k": 1}).makespan,
-                        "ras": simulate(wl, j.label, "ras", ras_params()).makespan}
-    return out
+        runs += [(wl, j.label, "fair-slots", {"k": calib.slots(j.app), "reduce_k": 1}),
+                 (wl, j.label, "ras", ras_params())]
+    done = simulate_all(fanout, runs, "each job alone")
+    return {j.label: {"slots": done[2 * i].makespan, "ras": done[2 * i + 1].makespan}
+            for i, j in enumerate(TABLE1)}
 
 
 TARGET_WORST = 2.0 * PAPER_RAS_MAKESPAN[0]
@@ -342,21 +355,28 @@ def summarize_exp2(ras: RasRun, fair_run: RasRun, ras1: RasRun) -> dict[str, Any
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
-              progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Run the experiments, write figures and ``results.json`` into ``out``; return them."""
-    from utilon.repro.ras_figures import write_figures
-
+              progress: Callable[[str], None] = lambda _m: None,
+              jobs: int | None = None, ray_address: str | None = None) -> dict[str, Any]:
+    """Run the experiments, write figures and ``results.json`` into ``out``; return them.
+    The independent simulations run in parallel (``jobs`` processes, or on Ray)."""
     out.mkdir(parents=True, exist_ok=True)
     for goals in ("relaxed", "tight"):
         _, doc = workload(goals, seed)
         (out / f"scenario-{goals}.json").write_text(json.dumps(doc, indent=1))
-    exp1 = experiment1(seed, CALIBRATION, progress)
+    with Fanout(jobs, ray_address, progress) as fan:
+        return _reproduce(out, quick, seed, fan, progress)
+
+
+def _reproduce(out: Path, quick: bool, seed: int, fan: Fanout,
+               progress: Callable[[str], None]) -> dict[str, Any]:
+    from utilon.repro.ras_figures import write_figures
+
+    exp1 = experiment1(seed, CALIBRATION, fan)
     wl2, _ = workload("tight", seed)
-    progress("Experiment 2: RAS with tight goals")
-    ras2 = simulate(wl2, "ras", "ras", ras_params())
     best = summarize_exp1(exp1)["fair_best_k"]
-    progress(f"Experiment 2: Fair Scheduler, {best} slots")
-    fair2 = simulate(wl2, f"fair-{best}", *fair(best))
+    ras2, fair2 = simulate_all(fan, [(wl2, "ras", "ras", ras_params()),
+                                     (wl2, f"fair-{best}", *fair(best))],
+                               f"Experiment 2: RAS and Fair with {best} slots, tight goals")
     res: dict[str, Any] = {
         "quick": quick, "seed": seed, "paper": PAPER,
         "workload": [{"job": j.label, "app": j.app, "input_gb": j.input_gb,
@@ -370,20 +390,19 @@ def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
         "exp2": summarize_exp2(ras2, fair2, exp1["ras"]),
     }
     res["calibration"]["fit"] = calibration_fit(res["exp1"])
-    alone = isolation(seed, progress)
+    alone = isolation(seed, fan)
     for row in res["workload"]:
         row["isolation_ours"] = _round(alone[row["job"]]["slots"])
         row["isolation_ras"] = _round(alone[row["job"]]["ras"])
     if not quick:
-        progress("Experiment 1 without thrashing (γ = 0)")
-        res["exp1_no_thrashing"] = summarize_exp1(
-            experiment1(seed, CALIBRATION.without_thrashing(), progress))
-        res["interval"] = {}
+        res["exp1_no_thrashing"] = summarize_exp1(experiment1(
+            seed, CALIBRATION.without_thrashing(), fan,
+            "Experiment 1 without thrashing (γ = 0)"))
         wl1, _ = workload("relaxed", seed)
-        for iv in (10.0, 60.0):
-            progress(f"Experiment 1: RAS with T = {iv:g} s")
-            res["interval"][f"{iv:g}"] = _round(
-                simulate(wl1, f"ras-T{iv:g}", "ras", ras_params(iv)).makespan)
+        ivs = (10.0, 60.0)
+        done = simulate_all(fan, [(wl1, f"ras-T{iv:g}", "ras", ras_params(iv)) for iv in ivs],
+                            "Experiment 1: RAS with T = 10 s and 60 s")
+        res["interval"] = {f"{iv:g}": _round(r.makespan) for iv, r in zip(ivs, done, strict=True)}
         res["interval"]["30"] = res["exp1"]["makespan"]["ras"]
     progress("figures")
     write_figures(out, exp1, ras2, best)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,11 +40,12 @@ from typing import Any
 import numpy as np
 
 from utilon.model.job import Job
+from utilon.parallel import Fanout
 from utilon.policies.rds.capacity import CapacityProfile
 from utilon.policies.rds.predict import backtest, make_predictor
 from utilon.policies.rds.profile import fit_profile, profile_samples, write_profile
 from utilon.repro.rds_figures import write_figures
-from utilon.runner import run_policy
+from utilon.runner import read_files, run_policy, write_files
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
 from utilon.traces.api import import_trace
@@ -198,6 +200,27 @@ def run_one(workload: Workload, label: str, policy: str, params: dict[str, Any],
     return Run(label, policy, res.summary, res.rows, tuple(by_id[r["id"]] for r in res.rows))
 
 
+RunSpec = tuple[Workload, str, str, dict[str, Any], Path]  # workload, label, policy, params,
+# run directory
+
+
+def _run_shipped(_: None, spec: RunSpec, progress: Callable[[int, int], None] | None
+                 ) -> tuple[Run, dict[str, bytes]]:
+    """``run_one`` in a worker: the run directory's files go back to the caller."""
+    wl, label, policy, params, _out = spec
+    with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
+        run = run_one(wl, label, policy, params, Path(tmp))
+        return run, read_files(Path(tmp))
+
+
+def run_many(fanout: Fanout, specs: list[RunSpec], what: str) -> list[Run]:
+    """Independent runs in parallel; each run directory written where its spec says."""
+    done = fanout.map(_run_shipped, specs, what=what)
+    for spec, (_, files) in zip(specs, done, strict=True):
+        write_files(spec[4], files)
+    return [run for run, _ in done]
+
+
 def miss_pct(runs: Sequence[Run], which: int = 0, kind: str | None = None) -> float:
     """Percent of the jobs (of ``kind``) over ``runs`` with a soft (0) or hard (1) miss."""
     counts = [r.misses(kind) for r in runs]
@@ -269,22 +292,29 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
-              progress: Say = lambda m: None) -> dict[str, Any]:
-    """Run every experiment; write runs, figures and results.json under ``out``."""
+              progress: Say = lambda m: None, jobs: int | None = None,
+              ray_address: str | None = None) -> dict[str, Any]:
+    """Run every experiment; write runs, figures and results.json under ``out``.  The
+    simulations of each step run in parallel (``jobs`` processes, or on Ray; the profiles
+    are files under ``out``, so a remote Ray cluster needs ``out`` on a shared file system)."""
     out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"quick": quick, "seed": seed}
-    progress("case study")
-    result["case"] = case_study(out / "case")
-    days = DAYS[:1] if quick else DAYS
-    runs: dict[str, dict[str, list[Run]]] = {m: {} for m in MODES}
-    for mode in MODES:
-        for d, day in enumerate(days):
-            wl = workload_of(table3_document(mode, day, seed + d))
-            prof = profile_for(wl, out / "profiles" / f"{mode}-{day}.json")
-            for label, (policy, params) in variants(prof, quick).items():
-                progress(f"Table 3 workload, {mode}, {day}: {label}")
-                run = run_one(wl, label, policy, params, out / mode / day / label)
-                runs[mode].setdefault(label, []).append(run)
+    with Fanout(jobs, ray_address, progress) as fan:
+        result["case"] = case_study(out / "case", fan)
+        days = DAYS[:1] if quick else DAYS
+        runs: dict[str, dict[str, list[Run]]] = {m: {} for m in MODES}
+        specs: list[RunSpec] = []
+        modes: list[str] = []  # the mode of each spec
+        for mode in MODES:
+            for d, day in enumerate(days):
+                progress(f"profiling the Table 3 workload, {mode}, {day}")
+                wl = workload_of(table3_document(mode, day, seed + d))
+                prof = profile_for(wl, out / "profiles" / f"{mode}-{day}.json")
+                for label, (policy, params) in variants(prof, quick).items():
+                    specs.append((wl, label, policy, params, out / mode / day / label))
+                    modes.append(mode)
+        for mode, run in zip(modes, run_many(fan, specs, "Table 3 workload"), strict=True):
+            runs[mode].setdefault(run.label, []).append(run)
     result["days"] = list(days)
     result["table3"] = {m: table3_rows(runs[m]) for m in MODES}
     result["fig7"] = {m: fig7(runs[m]) for m in MODES}
@@ -309,18 +339,23 @@ def _json(x: Any) -> Any:
     raise TypeError(type(x))
 
 
-def case_study(out: Path) -> dict[str, Any]:
+def case_study(out: Path, fanout: Fanout | None = None) -> dict[str, Any]:
     """Table 1 / Fig. 2: FIFO, Fair and the ideal scheduler (rds + oracle), plus rds."""
+    if fanout is None:
+        with Fanout(jobs=1) as fan:
+            return case_study(out, fan)
     wl = workload_of(case_study_document())
     rows: dict[str, Any] = {}
-    for label, policy, params, where in (
-            ("fifo", "fifo", {}, "fifo"), ("fair", "fair", {}, "fair"),
-            ("ideal (rds + oracle)", "rds", {"predictor": "oracle"}, "ideal"),
-            ("rds (arima)", "rds", {"predictor": "arima"}, "rds"),
-            ("rds, objective: deadline (arima)", "rds",
-             {"predictor": "arima", "objective": "deadline"}, "rds-deadline"),
-            ("edf-p", "edf-p", {}, "edf-p")):
-        run = run_one(wl, label, policy, params, out / where)
+    specs: list[RunSpec] = [(wl, label, policy, params, out / where)
+                            for label, policy, params, where in (
+        ("fifo", "fifo", {}, "fifo"), ("fair", "fair", {}, "fair"),
+        ("ideal (rds + oracle)", "rds", {"predictor": "oracle"}, "ideal"),
+        ("rds (arima)", "rds", {"predictor": "arima"}, "rds"),
+        ("rds, objective: deadline (arima)", "rds",
+         {"predictor": "arima", "objective": "deadline"}, "rds-deadline"),
+        ("edf-p", "edf-p", {}, "edf-p"))]
+    for run in run_many(fanout, specs, "case study"):
+        label = run.label
         rows[label] = {r["id"]: {"finish_min": round(r["finish"] / 60.0, 2)
                                  if r["finish"] is not None else None,
                                  "deadline_min": round(r["goal"] / 60.0, 2),
