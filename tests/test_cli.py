@@ -429,3 +429,22 @@ def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and str(blocker) in lines[0]
+
+
+@pytest.mark.parametrize("command", ["simulate", "compare"])
+def test_max_wall_must_be_positive(tmp_path: Path, command: str) -> None:
+    policy = ["--policy", "fifo"] if command == "simulate" else ["--policies", "fifo"]
+    res = invoke(command, SMALL, *policy, "--max-wall", "0", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 2
+    assert "--max-wall: --max-wall must be a positive number of seconds, got 0" in res.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_max_wall_generous_enough_changes_nothing(tmp_path: Path) -> None:
+    for limit in ([], ["--max-wall", "600"]):
+        res = invoke("compare", SMALL, "--policies", "fifo,edf-p", *limit, "--jobs", "1",
+                     "--out", str(tmp_path / str(len(limit))))
+        assert res.exit_code == 0, res.output
+    for p in ("fifo", "edf-p"):
+        assert ((tmp_path / "0" / p / "jobs.csv").read_bytes()
+                == (tmp_path / "2" / p / "jobs.csv").read_bytes())

@@ -303,6 +303,23 @@ def test_horizon_stops_the_run() -> None:
     assert list(res.core.active) == ["b"]
 
 
+def test_a_wall_clock_limit_stops_the_run_and_says_when() -> None:
+    """``wall_limit`` with a clock that advances one second per reading: the run stops at the
+    first batch after the limit, with the unfinished jobs still active."""
+    cl = make_cluster(1, slots=1)
+    jobs = [make_job(f"j{i}", maps=1, reduces=0, dur=10) for i in range(6)]
+    ticks = iter(range(10**6))
+    sim = Simulation(cl, jobs, make_policy("fifo"), timer=lambda: float(next(ticks)),
+                     wall_limit=8)
+    res = sim.run()
+    assert res.stopped_early.startswith("wall-clock limit of 8 s reached at simulated time ")
+    done = {k: v for k, v in finishes(res).items() if v is not None}
+    assert 0 < len(done) < 6 and set(res.core.active) == {f"j{i}" for i in range(6)} - set(done)
+    unlimited = Simulation(cl, jobs, make_policy("fifo"), timer=lambda: float(next(ticks)),
+                           wall_limit=None).run()
+    assert unlimited.stopped_early == "" and len(finishes(unlimited)) == 6
+
+
 def test_horizon_after_every_job_finished_is_not_an_early_stop() -> None:
     """``SimResult.stopped_early`` is documented as '"" or why the run stopped before every job
     finished'.  (src bug: ``Simulation.run`` sets it whenever an event lies past the horizon,

@@ -65,13 +65,16 @@ def run_policy(
     out_dir: Path | None = None,
     validate: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    wall_limit: float | None = None,
 ) -> RunOutput:
+    """One policy on the workload; ``wall_limit`` stops the run after that many seconds of
+    wall-clock time (its outputs then depend on the machine's speed)."""
     policy = policy_for(workload, name, overrides)
     with _blamed_on(workload):
         sim = Simulation(workload.cluster, workload.jobs, policy,
                          horizon=workload.spec.simulation.horizon, validate=validate,
                          record_attempts=False, progress=progress,
-                         estimates=workload.spec.simulation.estimates)
+                         estimates=workload.spec.simulation.estimates, wall_limit=wall_limit)
     result = sim.run()
     rows = job_rows(result, workload.jobs)
     summary = summarize(result, workload, policy, rows)
@@ -89,6 +92,7 @@ def run_policies(
     jobs: int | None = None,
     ray_address: str | None = None,
     on_progress: Callable[[int, int, int], None] | None = None,
+    wall_limit: float | None = None,
 ) -> list[dict[str, Any]]:
     """Each policy on the same workload, in parallel (``utilon.parallel``): the summaries in
     the order of ``names``, and with ``out_dir`` each run's files in ``out_dir/<policy>/``,
@@ -97,11 +101,11 @@ def run_policies(
     On Ray the runs write into a temporary directory on whichever node ran them and send the
     files back, so that a remote cluster needs no shared file system."""
     ship = ray_address is not None
-    items = [(n, dict(overrides or {}), None if out_dir is None else out_dir / n, ship)
-             for n in names]
+    items = [(n, dict(overrides or {}), None if out_dir is None else out_dir / n, ship,
+              wall_limit) for n in names]
     done = run_all(_run_one, workload, items, jobs=jobs, ray_address=ray_address,
                    on_progress=on_progress)
-    for (_, _, target, _), (_, files) in zip(items, done, strict=True):
+    for (_, _, target, _, _), (_, files) in zip(items, done, strict=True):
         if files:
             assert target is not None
             write_files(target, files)
@@ -119,15 +123,17 @@ def write_files(directory: Path, files: Mapping[str, bytes]) -> None:
         (directory / name).write_bytes(data)
 
 
-def _run_one(workload: Workload, item: tuple[str, dict[str, Any], Path | None, bool],
+def _run_one(workload: Workload,
+             item: tuple[str, dict[str, Any], Path | None, bool, float | None],
              progress: Callable[[int, int], None] | None
              ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    name, overrides, target, ship = item
+    name, overrides, target, ship, wall_limit = item
     if target is None or not ship:
-        return run_policy(workload, name, overrides, out_dir=target, progress=progress).summary, {}
+        return run_policy(workload, name, overrides, out_dir=target, progress=progress,
+                          wall_limit=wall_limit).summary, {}
     with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
         summary = run_policy(workload, name, overrides, out_dir=Path(tmp),
-                             progress=progress).summary
+                             progress=progress, wall_limit=wall_limit).summary
         return summary, read_files(Path(tmp))
 
 

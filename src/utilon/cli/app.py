@@ -78,9 +78,21 @@ CapacityOpt = Annotated[Path | None, typer.Option(
     "a cluster written by `utilon trace import` (machines and timeline)")]
 
 
+MaxWallOpt = Annotated[float | None, typer.Option(
+    "--max-wall", help="stop a simulation after this many seconds of wall-clock time; it then "
+    "counts its unfinished jobs as missed and says so (its results depend on the machine's "
+    "speed)", show_default=False)]
+
+
 ReportOpt = Annotated[bool, typer.Option(
     "--report", help="also write report.html (self-contained) and its figures as PNG into the "
     "output directory")]
+
+
+def _check_max_wall(seconds: float | None) -> None:
+    if seconds is not None and not seconds > 0:
+        raise UtilonError(f"--max-wall must be a positive number of seconds, got {seconds:g}",
+                          where="--max-wall", fix="e.g. --max-wall 300, or omit it")
 
 
 def _default_out(name: str) -> Path:
@@ -112,6 +124,7 @@ def simulate(
                                            "(slow)")] = False,
     capacity: CapacityOpt = None,
     report: ReportOpt = False,
+    max_wall: MaxWallOpt = None,
 ) -> None:
     """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json
     and the timeline (allocation.csv, capacity.csv, attempts.csv)."""
@@ -122,11 +135,12 @@ def simulate(
             raise UtilonError("no policy given", where=str(scenario),
                               fix="pass --policy NAME or set policy: in the scenario")
         policy_class(name)
+        _check_max_wall(max_wall)
         target = out_dir or _default_out(workload.name) / name
         with _progress() as prog:
             task = prog.add_task(name, total=len(workload.jobs))
             res = run_policy(workload, name, _parse_params(param), out_dir=target,
-                             validate=validate,
+                             validate=validate, wall_limit=max_wall,
                              progress=lambda d, t: prog.update(task, completed=d))
         out.print(_table([res.summary], f"{workload.name} (seed {workload.seed})"))
         _warn(res.summary)
@@ -148,6 +162,7 @@ def compare(
     report: ReportOpt = False,
     jobs: JobsOpt = None,
     ray_address: RayAddressOpt = None,
+    max_wall: MaxWallOpt = None,
 ) -> None:
     """Run several policies on the same scenario and print one summary row per policy.
 
@@ -159,6 +174,7 @@ def compare(
             raise UtilonError("no policies given", where="--policies",
                               fix="e.g. --policies fifo,fair or --policies all")
         check_jobs(jobs)
+        _check_max_wall(max_wall)
         workload = load_workload(scenario, seed=seed, capacity=capacity)
         target = out_dir or _default_out(workload.name)
         with _progress() as prog:
@@ -168,7 +184,8 @@ def compare(
                 prog.update(tasks[i], completed=done * len(workload.jobs) / max(total, 1))
 
             results = run_policies(workload, names, out_dir=target, jobs=jobs,
-                                   ray_address=ray_address, on_progress=advance)
+                                   ray_address=ray_address, on_progress=advance,
+                                   wall_limit=max_wall)
         _write_comparison(target, results)
         out.print(_table(results, f"{workload.name}: {len(workload.jobs)} jobs, "
                                   f"{len(workload.cluster.machines)} machines, seed "

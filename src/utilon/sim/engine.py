@@ -78,11 +78,15 @@ class Simulation:
         progress: Callable[[int, int], None] | None = None,
         estimates: str = "declared",
         record_usage: bool = False,
+        wall_limit: float | None = None,
     ) -> None:
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
         self.policy = policy
         self.horizon = horizon
+        # a budget of wall-clock seconds: the run stops (and says so) when it is spent, so
+        # its outputs then depend on the machine's speed
+        self.wall_limit = wall_limit
         self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
                                   validate=validate, timer=timer, on_decision=on_decision,
                                   estimates=estimates)
@@ -154,6 +158,11 @@ class Simulation:
                 if core.active or next_job < total_jobs:
                     stopped = f"horizon {self.horizon:g} s reached"
                     last_batch = self.horizon
+                break
+            if self.wall_limit is not None and self._timer() - wall0 > self.wall_limit:
+                if core.active or next_job < total_jobs:
+                    stopped = (f"wall-clock limit of {self.wall_limit:g} s reached at "
+                               f"simulated time {now:.0f} s")
                 break
             stimuli: list[Stimulus] = []
             ticked = False

@@ -44,6 +44,8 @@ from typing import Any
 import highspy
 import numpy as np
 
+from utilon.highs import new_highs
+
 from .instance import CoraInstance, CoraSolution, InfeasibleInstance
 
 __all__ = ["FinalLP", "integral_exponents", "objective_value", "solve_final_lp"]
@@ -129,8 +131,7 @@ def _round_allocation(capacity: np.ndarray, demand: np.ndarray,
     lp.a_matrix_.start_ = np.arange(0, 2 * kk + 1, 2, dtype=np.int32)
     lp.a_matrix_.index_ = index
     lp.a_matrix_.value_ = np.ones(2 * kk)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("presolve", "off")
     h.setOptionValue("solver", "simplex")
     h.passModel(lp)
@@ -211,8 +212,7 @@ class FinalLP:
         lp.a_matrix_.start_ = start
         lp.a_matrix_.index_ = index
         lp.a_matrix_.value_ = value
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
+        self.highs = new_highs()
         # the paper solved FINAL with (Mosek's) simplex; simplex also leaves a basis to warm-start
         self.highs.setOptionValue("solver", "simplex")
         for name, value in (highs_options or {}).items():

@@ -43,14 +43,14 @@ import time
 import highspy
 import numpy as np
 
+from utilon.highs import new_highs
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
 
 __all__ = ["solve_milp_reference"]
 
 
 def _new_highs() -> highspy.Highs:
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 1e-9)
     return h

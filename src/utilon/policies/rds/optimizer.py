@@ -82,6 +82,8 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from utilon.highs import new_highs
+
 __all__ = ["SOLVERS", "RhcProblem", "RhcSolution", "objective", "solve_rhc"]
 
 FloatArray = np.ndarray
@@ -432,8 +434,7 @@ def solve_rhc(problem: RhcProblem, *, time_limit: float = 5.0,
         x, model_ok, name = _clarabel(hess, cost.ravel(), a_mat, row_lo, row_hi, lower,
                                       col_upper, time_limit)
         return _finish(pb, resp, x, model_ok, name, ub_y, t0)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("time_limit", float(time_limit))
     # the active-set QP solver refuses problems whose null space exceeds this (default 4000)
     h.setOptionValue("qp_nullspace_limit", max(4000, n))

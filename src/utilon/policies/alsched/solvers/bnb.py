@@ -59,6 +59,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_flow
 
 from utilon.errors import UtilonError
+from utilon.highs import new_highs
 from utilon.policies.alsched.lang.ast import (
     TOL,
     Barrier,
@@ -333,8 +334,7 @@ def milp_alloc(chosen: Sequence[tuple[int, Option]], capacity: np.ndarray, jobs:
             cols.append((j, m))
     if not cols:
         return out
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("time_limit", max(time_limit, 0.01))
     n = len(cols)
     h.addVars(n, np.zeros(n), np.asarray([float(capacity[m] // size[j]) for j, m in cols]))

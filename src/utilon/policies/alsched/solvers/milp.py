@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import highspy
 import numpy as np
 
+from utilon.highs import new_highs
 from utilon.policies.alsched.lang.ast import (
     TOL,
     Barrier,
@@ -147,7 +148,7 @@ def _build(problem: Problem) -> tuple[highspy.Highs, list[dict[int, int]]]:
                  if m in x]
         if terms:
             model.row(-INF, float(cap), terms)
-    h = highspy.Highs()
+    h = new_highs()
     for opt, val in (("output_flag", False), ("mip_rel_gap", 0.0),
                      ("mip_abs_gap", 1e-9), ("mip_feasibility_tolerance", 1e-9),
                      ("primal_feasibility_tolerance", 1e-9)):
