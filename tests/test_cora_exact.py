@@ -388,3 +388,40 @@ def test_milp_reference_runs_after_another_highs_model() -> None:
     inst = CoraInstance(np.array([[1, 1]]), np.array([[1], [1]]),
                         np.array([[1.0, 0.0], [1.0, 0.0]]))
     np.testing.assert_allclose(solve_milp_reference(inst).sorted_utilities, [0.0, 1.0])
+
+
+def _greedy_slot_reference(rem: np.ndarray, p: np.ndarray, dres: np.ndarray, cap_s: float,
+                           tail: np.ndarray) -> np.ndarray:
+    """The one-slot EDF greedy of ``allocate._fill_slot_prefix``, job by job, no shortcut."""
+    ms = np.arange(tail.shape[0] + 1)
+    need = rem[:, None] - p[:, None] * np.maximum(0, dres[:, None] + 1 - ms[None, :])
+    npos = np.maximum(0.0, need)
+    room = cap_s + np.concatenate(([0.0], np.cumsum(tail))) - npos.sum(axis=0)
+    want = np.minimum(p, rem)
+    amounts = npos[:, 0].copy()
+    for i in range(rem.shape[0]):
+        if room[0] <= 0:
+            break
+        a = min(float(want[i]), float((room + npos[i]).min()))
+        if a > amounts[i]:
+            room -= np.maximum(a, need[i]) - npos[i]
+            amounts[i] = a
+    return amounts
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_slot_fill_shortcut_gives_the_greedy_amounts(seed: int) -> None:
+    """When every job can take all it can, ``_fill_slot_prefix`` skips the greedy loop; on
+    random slots (loose and tight, EDF-ordered, non-decreasing later capacity) its amounts are
+    the loop's."""
+    from utilon.policies.cora.allocate import _fill_slot_prefix
+
+    rng = np.random.default_rng(seed)
+    n, t = int(rng.integers(1, 8)), int(rng.integers(0, 6))
+    p = rng.integers(1, 5, n).astype(float)
+    dres = np.sort(rng.integers(-1, t + 1, n)).astype(float)
+    rem = np.minimum(rng.integers(1, 12, n), p * (dres + 2)).astype(float)
+    tail = np.sort(rng.integers(0, 8, t)).astype(float)
+    cap_s = float(rng.integers(0, 10))
+    got = _fill_slot_prefix(rem, p, dres, cap_s, tail)
+    assert np.array_equal(got, _greedy_slot_reference(rem, p, dres, cap_s, tail))

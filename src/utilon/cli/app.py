@@ -19,9 +19,18 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, key_values, out
+from utilon.cli.common import (
+    JobsOpt,
+    RayAddressOpt,
+    ScenarioArg,
+    SeedOpt,
+    err,
+    key_values,
+    out,
+)
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
+from utilon.cli.plan import plan_command
 from utilon.cli.reproduce import reproduce_app
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
@@ -52,6 +61,7 @@ app = typer.Typer(
 app.add_typer(trace_app, name="trace")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(solve_app, name="solve")
+app.command("plan")(plan_command)
 
 
 @app.callback()
@@ -68,9 +78,6 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
     return key_values(items, "--param", "k=4")
 
 
-ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)",
-                                             show_default=False)]
-SeedOpt = Annotated[int | None, typer.Option("--seed", help="override the scenario's seed")]
 
 
 CapacityOpt = Annotated[Path | None, typer.Option(

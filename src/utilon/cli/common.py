@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -66,6 +67,9 @@ def key_values(items: list[str] | None, option: str, example: str) -> dict[str, 
     return values
 
 
+ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)",
+                                             show_default=False)]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="override the scenario's seed")]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "-j", help="simulations run at once in local processes (default: one per core; "
     "1 = one after another in this process)", show_default=False)]

@@ -79,6 +79,7 @@ class Simulation:
         estimates: str = "declared",
         record_usage: bool = False,
         wall_limit: float | None = None,
+        stop_when: Callable[[float, SchedulerCore], str] | None = None,
     ) -> None:
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
@@ -87,6 +88,9 @@ class Simulation:
         # a budget of wall-clock seconds: the run stops (and says so) when it is spent, so
         # its outputs then depend on the machine's speed
         self.wall_limit = wall_limit
+        # asked after every batch of events; a non-empty answer stops the run, as the reason
+        # (capacity planning stops a run once its target has certainly failed)
+        self.stop_when = stop_when
         self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
                                   validate=validate, timer=timer, on_decision=on_decision,
                                   estimates=estimates)
@@ -208,6 +212,11 @@ class Simulation:
                     if keep:
                         self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]
                     stopped = stopped or why
+                if self.stop_when is not None:
+                    why = self.stop_when(now, core)
+                    if why:
+                        stopped = why
+                        break
                 if self._progress is not None:
                     done = total_jobs - len(core.active) - (total_jobs - next_job)
                     if done != finished_reported:

@@ -65,8 +65,14 @@ def _fill_slot_prefix(rem: np.ndarray, p: np.ndarray, dres: np.ndarray, cap_s: f
     ms = np.arange(tail.shape[0] + 1)
     need = rem[:, None] - p[:, None] * np.maximum(0, dres[:, None] + 1 - ms[None, :])
     npos = np.maximum(0.0, need)
-    room = cap_s + np.concatenate(([0.0], np.cumsum(tail))) - npos.sum(axis=0)
+    cap = cap_s + np.concatenate(([0.0], np.cumsum(tail)))
     want = np.minimum(p, rem)
+    # Every job taking all it can is feasible: then that is what the greedy below gives (each
+    # job's maximum, given the others at theirs, is ``want``), without its loop.  Most slots
+    # of a lightly loaded plan are like this.
+    if bool((np.maximum(want[:, None], npos).sum(axis=0) <= cap).all()):
+        return want
+    room = cap - npos.sum(axis=0)
     amounts = npos[:, 0].copy()  # forced amounts; what the loop below does not raise
     for i in range(rem.shape[0]):
         if room[0] <= 0:

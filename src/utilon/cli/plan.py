@@ -1,0 +1,129 @@
+"""``utilon plan``: the smallest cluster at which a target holds under a policy."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from utilon.cli.common import JobsOpt, RayAddressOpt, ScenarioArg, SeedOpt, err, key_values, out
+from utilon.cli.common import errors as _errors
+from utilon.parallel import check_jobs
+from utilon.plan import PlanResult, Point, parse_target, plan
+from utilon.policies import policy_class
+from utilon.scenario import load_workload
+
+
+def plan_command(
+    scenario: ScenarioArg,
+    policy: Annotated[str, typer.Option("--policy", "-p", help="policy name",
+                                        show_default=False)],
+    target: Annotated[str, typer.Option(
+        "--target", "-t", help='what must hold, e.g. "misses<=1%", "p99 delta <= 0", '
+        '"utility_min>=0.5"', show_default=False)],
+    param: Annotated[list[str] | None, typer.Option("--param", help="policy parameter "
+                                                    "KEY=VALUE (repeatable)")] = None,
+    seed: SeedOpt = None,
+    lo: Annotated[int, typer.Option("--min", help="smallest number of machines to try")] = 1,
+    hi: Annotated[int | None, typer.Option(
+        "--max", help="largest number of machines to try (default: 64 x the scenario's)",
+        show_default=False)] = None,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out", help="where plan.json and plan.png go (default: runs/plan/<scenario>-<policy>)",
+        show_default=False)] = None,
+    jobs: JobsOpt = None,
+    ray_address: RayAddressOpt = None,
+) -> None:
+    """The fewest machines (of the scenario's kinds, in its proportions) at which TARGET holds
+    under POLICY: a search over simulations of the scenario's jobs, several at once."""
+    with _errors():
+        goal = parse_target(target)
+        policy_class(policy)
+        check_jobs(jobs)
+        params = key_values(param, "--param", "k=4")
+        workload = load_workload(scenario, seed=seed)
+        target_dir = out_dir or Path("runs") / "plan" / f"{workload.name}-{policy}"
+        with err.status(f"planning {workload.name} under {policy}", spinner="dots") as status:
+            def seen(p: Point) -> None:
+                status.update(f"{p.machines} machines: {_value(p)} "
+                              f"({'holds' if p.holds else 'fails'})")
+
+            res = plan(workload, policy, goal, params=params, lo=lo, hi=hi, jobs=jobs,
+                       ray_address=ray_address, on_point=seen)
+        out.print(_table(res, f"{workload.name}: {len(workload.jobs)} jobs under {policy}, "
+                              f"target {goal.text}"))
+        target_dir.mkdir(parents=True, exist_ok=True)
+        _write(res, workload.name, target_dir)
+        if res.answer is None:
+            out.print(f"the target does not hold on up to {res.limit} machines "
+                      f"(the scenario has {res.scenario_machines})")
+        else:
+            out.print(f"smallest cluster: {res.answer} machines (the scenario has "
+                      f"{res.scenario_machines}); {len(res.points)} sizes simulated")
+        out.print(f"outputs: {target_dir}/plan.json, plan.png")
+
+
+def _value(p: Point) -> str:
+    return "–" if math.isnan(p.value) else ("≥ " if p.at_least else "") + f"{p.value:.4g}"
+
+
+def _table(res: PlanResult, title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("machines", "per group", res.target.metric if res.target.quantile is None
+                else f"p{res.target.quantile * 100:g} delta", "holds", "stopped early",
+                "wall s"):
+        t.add_column(col, justify="left" if col in ("stopped early", "per group") else "right")
+    for p in res.table():
+        mark = "[green]yes[/]" if p.holds else "[red]no[/]"
+        if p.machines == res.answer:
+            mark += " ←"
+        t.add_row(str(p.machines), " + ".join(map(str, p.counts)), _value(p), mark,
+                  p.stopped or "", f"{p.wall_s:.1f}")
+    return t
+
+
+def _write(res: PlanResult, scenario: str, directory: Path) -> None:
+    doc = {"scenario": scenario, "policy": res.policy, "target": res.target.text,
+           "metric": res.target.metric, "quantile": res.target.quantile,
+           "scenario_machines": res.scenario_machines, "answer": res.answer,
+           "max_machines": res.limit,
+           "points": [{"machines": p.machines, "per_group": list(p.counts),
+                       "value": None if math.isnan(p.value) or math.isinf(p.value)
+                       else p.value, "at_least": p.at_least, "holds": p.holds,
+                       "stopped_early": p.stopped}
+                      for p in res.table()],
+           "timing": {str(p.machines): round(p.wall_s, 3) for p in res.table()}}
+    (directory / "plan.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    _plot(res, directory / "plan.png")
+
+
+def _plot(res: PlanResult, path: Path) -> None:
+    from matplotlib.figure import Figure  # only loaded when a plan is written
+
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    pts = [p for p in res.table() if math.isfinite(p.value) and not p.at_least]
+    ax.plot([p.machines for p in pts], [p.value for p in pts], marker="o", color="tab:blue",
+            label="measured")
+    bounds = [p for p in res.table() if p.at_least]
+    if bounds:
+        ax.scatter([p.machines for p in bounds], [p.value for p in bounds], marker="^",
+                   facecolors="none", edgecolors="tab:red",
+                   label="at least (run stopped once the target had failed)")
+    failed = [p for p in res.table() if not math.isfinite(p.value)]
+    for p in failed:
+        ax.axvline(p.machines, color="tab:red", alpha=0.3, lw=1)
+    ax.axhline(res.target.value, color="black", ls="--", lw=1, label=f"target {res.target.text}")
+    if res.answer is not None:
+        ax.axvline(res.answer, color="tab:green", lw=1.5, label=f"answer: {res.answer}")
+    ax.set_xlabel("machines" + (" (red lines: the jobs could not run)" if failed else ""))
+    label = res.target.metric if res.target.quantile is None else (
+        f"p{res.target.quantile * 100:g} of Δ = finish − goal (s)")
+    ax.set_ylabel(label)
+    ax.set_title(f"{res.policy}: {label} against cluster size")
+    ax.legend(loc="best", fontsize=8)
+    fig.savefig(path, dpi=110)
