@@ -36,6 +36,10 @@ def _alloc_capped(res: Resource, dl: np.ndarray, out: np.ndarray) -> None:
         live = np.flatnonzero(rem > 0)
         if live.size == 0:
             break
+        if _rest_at_full_rate(rem[live], res.p[live], d[live] - s, res.cap_t[s:],
+                              out, jobs[live], s):
+            rem[live] = 0.0
+            break
         order = live[np.lexsort((jobs[live], d[live]))]
         tail = res.cap_t[s + 1:]
         if bool((np.diff(tail) >= 0).all()):
@@ -48,6 +52,32 @@ def _alloc_capped(res: Resource, dl: np.ndarray, out: np.ndarray) -> None:
         out[jobs[order], s] = amounts.round().astype(np.int64)
     if (rem > 0).any():  # pragma: no cover - guaranteed by feasibility of the deadlines
         raise RuntimeError("capped allocation left demand unserved")
+
+
+def _rest_at_full_rate(rem: np.ndarray, p: np.ndarray, dleft: np.ndarray, cap: np.ndarray,
+                       out: np.ndarray, rows: np.ndarray, s: int) -> bool:
+    """If every live job can run at its full rate p from slot ``s`` on — each meets its
+    deadline (``dleft`` slots after this one) and no slot is over capacity — write that
+    schedule into ``out`` and say so.  It is what the slot-by-slot greedy gives then: at each
+    slot every job taking all it can (min(p, rem)) is feasible, so the greedy takes exactly
+    that (``_fill_slot_prefix``'s shortcut), slot after slot.  Most plans end like this, and
+    the greedy's slots were most of CORA's time on a full day."""
+    if bool((p <= 0).any()):
+        return False
+    k = np.ceil(rem / p - 1e-9).astype(np.int64)  # slots each job needs at full rate
+    if bool((k - 1 > dleft).any()) or int(k.max()) > cap.shape[0]:
+        return False
+    last = rem - p * (k - 1)  # the last slot's (partial) amount
+    t_n = cap.shape[0]
+    use = (np.bincount(k - 1, weights=-p + last, minlength=t_n + 1)[:t_n]
+           + np.cumsum(np.bincount(np.zeros_like(k), weights=p, minlength=t_n + 1)[:t_n]
+                       - np.bincount(k, weights=p, minlength=t_n + 1)[:t_n]))
+    if bool((use > cap).any()):
+        return False
+    for row, ki, pi, li in zip(rows, k, p, last, strict=True):
+        out[row, s:s + ki - 1] = round(pi)
+        out[row, s + ki - 1] = round(li)
+    return True
 
 
 def _fill_slot_prefix(rem: np.ndarray, p: np.ndarray, dres: np.ndarray, cap_s: float,
