@@ -3,6 +3,8 @@ test against a max flow, its allocations against eq. (3)-(4), and hand-made inst
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
@@ -474,3 +476,30 @@ def test_the_full_rate_tail_is_what_the_greedy_gives(seed: int) -> None:
     _alloc_capped(res, dl, got)
     _alloc_capped_reference(res, dl, want)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_a_checker_of_few_moving_jobs_agrees_with_the_difference_form(seed: int,
+                                                                      monkeypatch: Any) -> None:
+    """``Resource.checker`` builds few moving jobs' ramps directly; with that path switched
+    off (``_SMALL = 0``) it answers every trial the same."""
+    import utilon.policies.cora.feasibility as F
+
+    rng = np.random.default_rng(seed)
+    n, t_n = int(rng.integers(2, 8)), int(rng.integers(2, 9))
+    cap = np.sort(rng.integers(1, 9, t_n).astype(float))
+    p = rng.integers(1, 4, n).astype(float)
+    dem = rng.integers(1, 14, n).astype(float)
+    dem[0] = p[0] + 1
+    res = F.Resource(cap, dem, p)
+    dl = np.full(n, t_n - 1)
+    if not res.feasible(dl):
+        return
+    moving = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+    trials = [dl.copy() for _ in range(20)]
+    for tr in trials:
+        tr[moving] = rng.integers(-1, t_n, moving.size)
+    fast = res.checker(dl, moving)
+    monkeypatch.setattr(F, "_SMALL", 0)
+    slow = res.checker(dl, moving)
+    assert [fast(tr) for tr in trials] == [slow(tr) for tr in trials]

@@ -18,6 +18,7 @@ import numpy as np
 from utilon.policies.cora.instance import CoraInstance, InfeasibleInstance
 
 _INF = float("inf")
+_SMALL = 4096  # moving jobs x slots up to which a checker builds their ramps directly
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,6 +172,20 @@ class Resource:
         need = _prefix_need(self.dem[pos], self.p[pos], dl[self.jobs[pos]], t_n)
         room = np.concatenate(([0.0], self.cum)) - need
         p_m = np.minimum(self.p_all[mov], dem_m)
+        if mov.size * (t_n + 1) <= _SMALL:
+            # few moving jobs (the usual trial): their N x T ramps directly, in fewer numpy
+            # calls than the O(N + T) difference form
+            ms = np.arange(t_n + 1)
+            dem_c, p_c = dem_m[:, None], p_m[:, None]
+
+            def check_few(trial: np.ndarray) -> bool:
+                d = trial[mov]
+                if d.size and d.min() < 0:
+                    return False
+                need = np.maximum(0.0, dem_c - p_c * np.maximum(0, d[:, None] + 1 - ms))
+                return bool((need.sum(axis=0) <= room).all())
+
+            return check_few
 
         def check_need(trial: np.ndarray) -> bool:
             d = trial[mov]
