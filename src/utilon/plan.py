@@ -87,6 +87,7 @@ class Target:
         if self.op not in ("<=", "<") or self.metric not in ("misses", "miss_rate"):
             return None
         allowed = self.value * jobs if self.metric == "miss_rate" else self.value
+        allowed = min(max(allowed, -1.0), float(jobs))  # beyond these, all or none
         return math.ceil(allowed) - 1 if self.op == "<" else math.floor(allowed + _EPS)
 
 
@@ -100,6 +101,9 @@ def parse_target(text: str) -> Target:
                           where="--target", fix=fix)
     quant, metric, op, num, pct = m.groups()
     value = float(num)
+    if not math.isfinite(value):
+        raise UtilonError(f"the value in {text!r} is not a finite number", where="--target",
+                          fix=fix)
     if quant is not None:
         q = float(quant[1:]) / 100
         if not 0 < q <= 1 or pct:
