@@ -19,6 +19,7 @@ mid-run that nothing can happen.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from operator import le
 from typing import TYPE_CHECKING, NamedTuple
@@ -194,9 +195,21 @@ def _describe(names: tuple[str, ...], v: Vec) -> str:
 
 def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]]) -> str:
     """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""."""
-    demands = [t.demand.vector(names) for t in stage.tasks]
+    # tasks share demand objects and machines share capacities: test each pair once
+    by_demand: dict[int, tuple[float, ...]] = {}
+    demands = []
+    for t in stage.tasks:
+        v = by_demand.get(id(t.demand))
+        if v is None:
+            v = by_demand[id(t.demand)] = t.demand.vector(names)
+        demands.append(v)
+    kinds = list(dict.fromkeys(caps))
+    fits: dict[tuple[float, ...], bool] = {}
     for i, d in enumerate(demands):
-        if not any(all(map(le, d, c)) for c in caps):
+        ok = fits.get(d)
+        if ok is None:
+            ok = fits[d] = any(all(map(le, d, c)) for c in kinds)
+        if not ok:
             biggest = max(caps, key=sum) if caps else ()
             have = f" (the largest is {_describe(names, biggest)})" if caps else \
                 " (no machine is up then)"
@@ -210,10 +223,13 @@ def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ..
     return ""
 
 
-def why_never(job: Job, cluster: Cluster, names: tuple[str, ...] | None = None) -> str:
-    """The policy-independent reason ``job`` can never run on ``cluster``, or ""."""
+def why_never(job: Job, cluster: Cluster, names: tuple[str, ...] | None = None,
+              caps: list[tuple[float, ...]] | None = None) -> str:
+    """The policy-independent reason ``job`` can never run on ``cluster``, or "" (``caps``:
+    ``reach`` at the job's submission, when the caller has it)."""
     names = names if names is not None else cluster.resource_names
-    caps = reach(cluster, names, job.submit)
+    if caps is None:
+        caps = reach(cluster, names, job.submit)
     for stage in job.stages:
         why = stage_never(stage, names, caps)
         if why:
@@ -226,8 +242,15 @@ def check_workload(cluster: Cluster, jobs: Sequence[Job], policy: Policy | None 
     """Raise ``Unrunnable`` for the first job that can never run (counting the others)."""
     names = cluster.resource_names
     bad: list[tuple[str, str]] = []
+    # ``reach`` changes only where the capacity timeline has an event: one per epoch
+    times = sorted({ch.time for ch in cluster.timeline})
+    by_epoch: dict[int, list[tuple[float, ...]]] = {}
     for job in jobs:
-        why = why_never(job, cluster, names)
+        epoch = bisect.bisect_right(times, job.submit)
+        caps = by_epoch.get(epoch)
+        if caps is None:
+            caps = by_epoch[epoch] = reach(cluster, names, job.submit)
+        why = why_never(job, cluster, names, caps)
         if not why and policy is not None:
             why = policy.unrunnable(job, cluster) or ""
             if why:
