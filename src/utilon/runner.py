@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from utilon.core.feasibility import Unrunnable
 from utilon.core.policy import Policy
@@ -131,10 +131,19 @@ def _run_one(workload: Workload,
     if target is None or not ship:
         return run_policy(workload, name, overrides, out_dir=target, progress=progress,
                           wall_limit=wall_limit).summary, {}
+    return written(lambda d: run_policy(workload, name, overrides, out_dir=d,
+                                        progress=progress, wall_limit=wall_limit).summary)
+
+
+T = TypeVar("T")
+
+
+def written(write: Callable[[Path], T]) -> tuple[T, dict[str, bytes]]:
+    """``write`` into a temporary directory, then what it returned and the files it wrote:
+    how a run in another process (or on another Ray node) sends its run directory back."""
     with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
-        summary = run_policy(workload, name, overrides, out_dir=Path(tmp),
-                             progress=progress, wall_limit=wall_limit).summary
-        return summary, read_files(Path(tmp))
+        value = write(Path(tmp))
+        return value, read_files(Path(tmp))
 
 
 @contextmanager

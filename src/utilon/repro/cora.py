@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +46,10 @@ from utilon.parallel import Fanout
 from utilon.policies import make_policy
 from utilon.policies.cora.policy import Cora, Slotted
 from utilon.policies.rrh import rewards
-from utilon.runner import read_files, run_policy, write_files
+from utilon.runner import run_policy, write_files, written
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
-from utilon.sim.engine import Simulation
+from utilon.sim.engine import SimResult, Simulation
 
 CAPACITY = 40
 MACHINES = 5
@@ -359,18 +358,18 @@ def _table1_run(wl: Workload, s: str, progress: Callable[[int, int], None] | Non
     from utilon.runner import provenance
 
     recorder = EventRecorder(Cora()) if s == "cora" else None
-    with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
+
+    def write(d: Path) -> tuple[SimResult, list[dict[str, Any]], dict[str, Any]]:
         if recorder is None:
-            o = run_policy(wl, s, out_dir=Path(tmp), progress=progress)
-            res, jr, summary = o.result, o.rows, o.summary
-        else:
-            pol = recorder.policy
-            res = Simulation(wl.cluster, wl.jobs, pol, on_decision=recorder,
-                             progress=progress).run()
-            jr = job_rows(res, wl.jobs)
-            summary = write_outputs(Path(tmp), jr, summarize(res, wl, pol, jr), provenance(wl),
-                                    res)
-        files = read_files(Path(tmp))
+            o = run_policy(wl, s, out_dir=d, progress=progress)
+            return o.result, o.rows, o.summary
+        pol = recorder.policy
+        res = Simulation(wl.cluster, wl.jobs, pol, on_decision=recorder,
+                         progress=progress).run()
+        jr = job_rows(res, wl.jobs)
+        return res, jr, write_outputs(d, jr, summarize(res, wl, pol, jr), provenance(wl), res)
+
+    (res, jr, summary), files = written(write)
     solver = [x * 1000 for x in res.core.stats.solver_seconds]
     umin, usum = _u_stats(jr, ("critical", "sensitive"))
     decide = summary["timing"]

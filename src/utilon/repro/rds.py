@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,7 +44,7 @@ from utilon.policies.rds.capacity import CapacityProfile
 from utilon.policies.rds.predict import backtest, make_predictor
 from utilon.policies.rds.profile import fit_profile, profile_samples, write_profile
 from utilon.repro.rds_figures import write_figures
-from utilon.runner import read_files, run_policy, write_files
+from utilon.runner import run_policy, write_files, written
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
 from utilon.traces.api import import_trace
@@ -208,9 +207,7 @@ def _run_shipped(_: None, spec: RunSpec, progress: Callable[[int, int], None] | 
                  ) -> tuple[Run, dict[str, bytes]]:
     """``run_one`` in a worker: the run directory's files go back to the caller."""
     wl, label, policy, params, _out = spec
-    with tempfile.TemporaryDirectory(prefix="utilon-") as tmp:
-        run = run_one(wl, label, policy, params, Path(tmp))
-        return run, read_files(Path(tmp))
+    return written(lambda d: run_one(wl, label, policy, params, d))
 
 
 def run_many(fanout: Fanout, specs: list[RunSpec], what: str) -> list[Run]:
