@@ -193,16 +193,23 @@ def _describe(names: tuple[str, ...], v: Vec) -> str:
     return "{" + ", ".join(f"{n}: {x:g}" for n, x in zip(names, v, strict=True) if x) + "}"
 
 
-def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]]) -> str:
-    """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""."""
-    # tasks share demand objects and machines share capacities: test each pair once
+def demand_vectors(stage: Stage, names: tuple[str, ...]) -> list[tuple[float, ...]]:
+    """Each task's demand as a vector over ``names``, one vector per distinct demand object
+    (the tasks of a stage usually share one: a million tasks, a handful of vectors)."""
     by_demand: dict[int, tuple[float, ...]] = {}
-    demands = []
+    out = []
     for t in stage.tasks:
         v = by_demand.get(id(t.demand))
         if v is None:
             v = by_demand[id(t.demand)] = t.demand.vector(names)
-        demands.append(v)
+        out.append(v)
+    return out
+
+
+def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]]) -> str:
+    """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""."""
+    # tasks share demand objects and machines share capacities: test each pair once
+    demands = demand_vectors(stage, names)
     kinds = list(dict.fromkeys(caps))
     fits: dict[tuple[float, ...], bool] = {}
     for i, d in enumerate(demands):

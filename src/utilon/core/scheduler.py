@@ -33,7 +33,7 @@ import numpy as np
 
 from utilon.core.decision import Decision, SlotLimit
 from utilon.core.dispatch import Dispatcher
-from utilon.core.feasibility import check_workload, pack
+from utilon.core.feasibility import check_workload, demand_vectors, pack
 from utilon.core.invariants import check_invariants, check_machine
 from utilon.core.messages import (
     CapacityChanged,
@@ -249,13 +249,7 @@ class SchedulerCore(Dispatcher):
         stages = []
         names = self.names
         for i, st in enumerate(job.stages):
-            by_demand: dict[int, tuple[float, ...]] = {}  # tasks of a stage share demand objects
-            vecs = []
-            for t in st.tasks:
-                v = by_demand.get(id(t.demand))
-                if v is None:
-                    v = by_demand[id(t.demand)] = t.demand.vector(names)
-                vecs.append(v)
+            vecs = demand_vectors(st, names)
             stages.append(StageRT(i, st, vecs))
             self._note_demands(job, vecs)
         index = {st.name: i for i, st in enumerate(job.stages)}

@@ -1,6 +1,12 @@
 """The allocation CORA returns once every deadline is final (section 5 of ``exact``'s
 docstring): each slot is filled in EDF order, every job taking as much as it can while the
 remaining deadlines stay feasible, so slot 0 — the one a policy applies — is work-conserving.
+
+Two exact shortcuts keep this cheap on long plans (a full SWIM day re-solves ~50,000 times):
+a slot where every job can take all it can (min(p, rem)) needs no greedy, and once every live
+job can run at its full rate to its end — within its deadline and the capacity of every slot —
+the rest of the plan is written in closed form (the greedy would take exactly that, slot after
+slot).  Both are tested against the plain greedy on random instances.
 """
 
 from __future__ import annotations
