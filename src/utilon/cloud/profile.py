@@ -8,7 +8,7 @@ published.  Two kinds of profile stand in for them:
   ``k`` and ``s`` MB of input the prediction is::
 
       t_pred = hadoop_start + s / (load_mbps × n) + s × work / (n × cores_k × e_type × e_size)
-      e_type = 1 / (1 + type_loss × |k − best|)      (the job suits one VM type best)
+      e_type = 1 / (1 + type_loss × |k − best|^type_loss_exp)   (the job suits one type best)
       e_size = max(0.05, 1 − scale_loss × (n − 1))   (bigger clusters parallelise worse)
 
   so a job has one cheapest VM type, cost grows with cluster size, and only a tight deadline
@@ -63,17 +63,22 @@ class ModelProfile(Profile):
     type_loss: float = 0.12
     scale_loss: float = 0.01
     max_vms: int = 40
+    type_loss_exp: float = 1.0
+    """how the extra cost grows with the distance (in type ranks) from the best type: a job
+    on a type ``d`` ranks away costs ``1 + type_loss × d^type_loss_exp`` times its best."""
 
     def __post_init__(self) -> None:
-        if self.work <= 0 or self.type_loss < 0 or self.scale_loss < 0 or self.max_vms < 1:
-            raise ModelError(f"profile {self}: work must be > 0, losses >= 0, max_vms >= 1")
+        if self.work <= 0 or self.type_loss < 0 or self.scale_loss < 0 or self.max_vms < 1 \
+                or self.type_loss_exp <= 0:
+            raise ModelError(f"profile {self}: work must be > 0, losses >= 0, max_vms >= 1, "
+                             "type_loss_exp > 0")
 
     def predict(self, size_mb: float, cloud: CloudSpec) -> tuple[np.ndarray, np.ndarray,
                                                                   np.ndarray]:
         sizes = np.array([n for n in CLUSTER_SIZES if n <= self.max_vms])
         ks = np.repeat(np.arange(cloud.k), len(sizes))
         ns = np.tile(sizes, cloud.k)
-        e_type = 1.0 / (1.0 + self.type_loss * np.abs(ks - self.best))
+        e_type = 1.0 / (1.0 + self.type_loss * np.abs(ks - self.best) ** self.type_loss_exp)
         e_size = np.maximum(0.05, 1.0 - self.scale_loss * (ns - 1))
         t = (cloud.hadoop_start + size_mb / (cloud.load_mbps * ns)
              + size_mb * self.work / (ns * cloud.cores[ks] * e_type * e_size))
@@ -147,12 +152,15 @@ class ProfileStore:
 
 
 def swim_profiles(path: str | Path, cloud: CloudSpec, count: int = 50, seed: int = 0,
-                  max_vms: int = 40) -> dict[str, ModelProfile]:
+                  max_vms: int = 40, type_loss: float = 0.12, type_loss_exp: float = 1.0
+                  ) -> dict[str, ModelProfile]:
     """``count`` profiled jobs, each from one real SWIM job's data ratios.
 
     ``ρ = (shuffle + output) / input`` (clipped to [0, 4]) sets work = 0.3 × (1 + ρ)
     core-seconds per MB, the best VM type (the ``count`` jobs split into equal ρ-quantile bins,
     one per type, smallest ρ on the smallest VM) and the scaling loss 0.005 + 0.0025 ρ.
+    ``type_loss`` and ``type_loss_exp`` set what a job loses on another type (see
+    :class:`ModelProfile`; :data:`APPENDIX_B_TYPE_LOSS` is Appendix B's).
     """
     from utilon.traces.swim import read_rows
 
@@ -167,12 +175,20 @@ def swim_profiles(path: str | Path, cloud: CloudSpec, count: int = 50, seed: int
     out: dict[str, ModelProfile] = {}
     for r, p, rank in zip(picked, rho, ranks, strict=True):
         best = min(cloud.k - 1, int(rank * cloud.k // count))
-        out[r.id] = ModelProfile(work=0.3 * (1.0 + p), best=best,
-                                 scale_loss=0.005 + 0.0025 * p, max_vms=max_vms)
+        out[r.id] = ModelProfile(work=0.3 * (1.0 + p), best=best, type_loss=type_loss,
+                                 scale_loss=0.005 + 0.0025 * p, max_vms=max_vms,
+                                 type_loss_exp=type_loss_exp)
     return out
 
 
 # -- Appendix B ---------------------------------------------------------------------------
+
+APPENDIX_B_TYPE_LOSS: tuple[float, float] = (0.25, math.log2((1 / 0.7 - 1) / 0.25))
+"""``(type_loss, type_loss_exp)`` of Appendix B's Tables 1-4: every job type costs 25% more
+one VM type away from its best (1875 / 1500 for type 1) and 42.9% more two types away
+(2142.85 / 1500), i.e. it runs at 80% and 70% efficiency (the text's "20% / 30% additional
+cost").  ``1 + 0.25 × 2^0.778 = 1 / 0.7``.  The distance is in type ranks: by core ratio, job
+type 2 (best on 4 VCPUs) would lose differently going to 2 and to 8 VCPUs, one doubling each."""
 
 APPENDIX_B_T10: dict[str, tuple[float, float, float]] = {
     "type1": (900.0, 562.5, 321.42),

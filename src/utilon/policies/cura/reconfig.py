@@ -20,6 +20,17 @@ into VM counts; we weigh by resource usage (``t_run × n × R_k``, the cost of �
 as estimate − actual, which is negative whenever reconfiguring helps; we use actual − estimate.
 After a reshape every tentative reservation is cancelled and the windows reset (the pools
 they were made on have changed).
+
+``cura-capacity`` is our variant, not the paper's (docs/reproduction-cura.md says why): the
+same V'_k, cost and β, but (1) P_k is taken over every job seen so far, not only the last
+window (on windows of a few dozen jobs the shares swing so much that reshaping to them costs
+servers), and (2) the benefit is the *capacity* the current mix strands: with ``Q_k`` the
+pools' share of cores, the pools can serve the demand mix ``P`` only up to the fraction
+``u(V) = min_k Q_k / P_k`` of the fleet before the bottleneck pool is full, so reshaping frees
+``(u(V') − u(V)) × servers`` servers, counted over the time since the pools were last set (the
+paper's benefit is likewise what the past window cost).  §3.2's benefit, the configuration
+cost jobs paid above their optimum, is near zero even when a mismatch costs a quarter of the
+servers: a fleet sized for every deadline runs jobs at their optimum and pays in idle pools.
 """
 
 from __future__ import annotations
@@ -77,6 +88,29 @@ def plan(store: ProfileStore, arrived: list[CloudJob], used: list[tuple[CloudJob
     return Plan(target, share, benefit, rcost, moved and benefit >= beta * rcost)
 
 
+def usable(cloud: CloudSpec, pools: tuple[int, ...], share: tuple[float, ...]) -> float:
+    """``u = min_k Q_k / P_k`` (at most 1): the fraction of the pools' cores usable by a
+    demand with resource shares ``share`` before the pool it needs most relatively is full."""
+    cores = [v * t.cores for v, t in zip(pools, cloud.vm_types, strict=True)]
+    total = sum(cores)
+    if total <= 0:
+        return 0.0
+    return min([1.0] + [c / total / p for c, p in zip(cores, share, strict=True) if p > 0])
+
+
+def capacity_plan(store: ProfileStore, seen: list[CloudJob], pools: tuple[int, ...],
+                  servers: int, beta: float, elapsed: float) -> Plan | None:
+    """``cura-capacity``'s decision: §3.2's target from every job ``seen``, its cost, and the
+    capacity benefit ``(u(V') − u(V)) × servers × elapsed`` (server-seconds)."""
+    p = plan(store, seen, [], pools, servers, beta)
+    if p is None:
+        return None
+    gain = usable(store.cloud, p.target, p.share) - usable(store.cloud, pools, p.share)
+    benefit = max(0.0, gain) * servers * elapsed
+    moved = p.target != tuple(pools)
+    return Plan(p.target, p.share, benefit, p.cost, moved and benefit >= beta * p.cost)
+
+
 @register
 class Cura(VMAware):
     name = "cura"
@@ -104,12 +138,15 @@ class Cura(VMAware):
         self._arrived += arrived
         return out + super().decide(now, view, arrived, finished)
 
-    def _reconfigure(self, now: float, view: PoolView) -> list[Command]:
+    def _plan(self, now: float, view: PoolView, pools: tuple[int, ...]) -> Plan | None:
         used = [(self.jobs[jid], cost) for t, jid, _, _, cost
                 in self.started[self._seen_started:] if t >= self._window_start]
         self._seen_started = len(self.started)
+        return plan(self.store, self._arrived, used, pools, view.servers, self.beta)
+
+    def _reconfigure(self, now: float, view: PoolView) -> list[Command]:
         pools = tuple(self.target) if self.target is not None else view.size
-        p = plan(self.store, self._arrived, used, pools, view.servers, self.beta)
+        p = self._plan(now, view, pools)
         self._window_start = now
         self._arrived = []
         if p is None:
@@ -128,3 +165,25 @@ class Cura(VMAware):
     def report(self) -> dict[str, Any]:
         return {**super().report(), "reconfigurations": sum(p["triggered"] for p in self.plans),
                 "plans": self.plans}
+
+
+@register
+class CuraCapacity(Cura):
+    name = "cura-capacity"
+    summary = ("Cura with reconfiguration priced by the capacity a pool mismatch strands, on "
+               "every job seen (our variant of §3.2)")
+
+    def __init__(self, store: ProfileStore, window_bound: float = 600.0,
+                 reconf_window: float = 300.0, beta: float = 1.5) -> None:
+        super().__init__(store, window_bound=window_bound, reconf_window=reconf_window,
+                         beta=beta)
+        self._seen: list[CloudJob] = []
+        self._pools_set = 0.0
+
+    def _plan(self, now: float, view: PoolView, pools: tuple[int, ...]) -> Plan | None:
+        self._seen += self._arrived
+        p = capacity_plan(self.store, self._seen, pools, view.servers, self.beta,
+                          now - self._pools_set)
+        if p is not None and p.triggered:
+            self._pools_set = now
+        return p

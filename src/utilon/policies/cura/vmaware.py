@@ -285,8 +285,13 @@ class VMAware(CloudPolicy):
 
     def _run_due(self, now: float, view: PoolView) -> list[Command]:
         """Line 33: start the reservations that begin now (a pool short of VMs, e.g. still
-        booting after a reconfiguration, sends its job back to wait)."""
+        booting after a reconfiguration, sends its job back to wait).  ``view`` is from before
+        this decision's commands: a pool shrunk by a reconfiguration decided in the same call
+        loses its idle VMs above the target first, so those are not counted as idle."""
         idle = list(view.idle)
+        if self.target is not None:
+            idle = [i - max(0, min(s - t, i)) for i, s, t in zip(view.idle, view.size,
+                                                                  self.target, strict=True)]
         out: list[Command] = []
         for jid, s in sorted(self.reserved.items(), key=lambda x: (x[1].start, x[0])):
             if s.start > now + EPS:
