@@ -90,12 +90,14 @@ def test_policies_lists_every_baseline() -> None:
 
 def test_policies_lists_the_cloud_services_too() -> None:
     from utilon.errors import UtilonError
-    from utilon.policies.cura.base import cloud_policy_names, make_cloud_policy
+    from utilon.policies import make_cloud_policy, policy_names
 
     res = invoke("policies")
     assert res.exit_code == 0, res.output
     assert "cloud services" in res.stdout
-    for name in cloud_policy_names():
+    assert {"per-job-cluster", "dedicated", "per-job-opt", "vm-aware",
+            "cura"} <= set(policy_names("cloud"))
+    for name in policy_names("cloud"):
         assert name in res.stdout
     assert "reconf_window=300.0" in res.stdout  # cura's parameter and its default
     # the one-line error for an unknown service points at a command that exists
@@ -113,8 +115,13 @@ def test_no_arguments_shows_help() -> None:
 def test_validate_examples(path: Path) -> None:
     res = invoke("validate", str(path))
     assert res.exit_code == 0, res.output
-    assert res.stdout.startswith(f"ok: {path}: scenario ")
-    assert "machines" in res.stdout and "jobs" in res.stdout
+    if path.name.startswith("cloud-"):  # Cura's world: servers, VM types, profiles
+        assert res.stdout.startswith(f"ok: {path}: cloud scenario ")
+        assert "servers" in res.stdout and "VM types" in res.stdout
+    else:
+        assert res.stdout.startswith(f"ok: {path}: scenario ")
+        assert "machines" in res.stdout
+    assert "jobs" in res.stdout
 
 
 def test_validate_counts(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from utilon.scenario import load_workload, parse_scenario, scenario_json_schema
 from utilon.scenario.sampling import sample_many
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml")
+                  if not p.name.startswith("cloud-"))  # cloud: test_cloud_scenario.py
 SCHEMA_FILE = ROOT / "docs" / "scenario.schema.json"
 
 BASE: dict[str, Any] = {

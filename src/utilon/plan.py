@@ -18,6 +18,11 @@ scenario's jobs on clusters of different sizes:
 * **Early stop.**  A target on misses (``misses``, ``miss_rate``) is proved failed as soon as
   more jobs than it allows are unfinished at their goal: the run stops there and says so.
   Other targets run to the end.
+* **Cloud scenarios.**  For a cloud scenario (Cura's world) the size is the number of
+  servers, the policy one of the cloud services, and the scenario's ``cloud.servers`` (or 8)
+  is where the doubling starts.  A run on a target that allows no miss stops at the first job
+  the service drops.  A service that sizes its own fleet (``dedicated``: each customer's VMs
+  for its peak) has one size; the plan checks the target there.
 * **Targets.**  ``METRIC OP VALUE`` with OP one of ``<= < >= >``: any number of the summary
   (``misses``, ``miss_rate``, ``penalty``, ``unfinished``, ``utility_min``, ``utility_sum``,
   ``utility_mean``, ``response_mean``, ``response_p95``, ``makespan``, ``utilisation``),
@@ -40,13 +45,16 @@ from typing import Any
 
 import numpy as np
 
+from utilon.cloud.outputs import cloud_rows, cloud_summary
+from utilon.cloud.scenario import CloudWorkload
+from utilon.cloud.sim import CloudSim
 from utilon.core.feasibility import Unrunnable
 from utilon.core.scheduler import SchedulerCore
 from utilon.errors import UtilonError
 from utilon.metrics.outputs import job_rows, summarize
 from utilon.model.cluster import Cluster
 from utilon.parallel import default_jobs, run_all
-from utilon.runner import policy_for
+from utilon.runner import cloud_policy_for, policy_for
 from utilon.scenario.build import Workload, build_cluster
 from utilon.sim.engine import Simulation
 
@@ -218,6 +226,26 @@ def evaluate(workload: Workload, item: tuple[str, dict[str, Any], Target, int],
                  time.perf_counter() - t0)
 
 
+def evaluate_cloud(workload: CloudWorkload, item: tuple[str, dict[str, Any], Target, int],
+                   progress: Callable[[int, int], None] | None = None) -> Point:
+    """A cloud service on ``n`` servers: the target's metric, and whether it holds."""
+    name, params, target, n = item
+    t0 = time.perf_counter()
+    policy = cloud_policy_for(workload, name, params)
+    stop = target.miss_budget(len(workload.jobs)) == 0
+    sim = CloudSim(workload.store, policy, workload.jobs, n, seed=workload.seed,
+                   stop_on_failure=stop)
+    res = sim.run()
+    if sim.failed:
+        first = min((r.job.arrival for r in res.records if r.dropped), default=0.0)
+        bound = 1.0 / len(workload.jobs) if target.metric == "miss_rate" else 1.0
+        return Point(n, (n,), bound, False, f"target failed: a job arriving at t={first:.0f} s "
+                     "was dropped", time.perf_counter() - t0, at_least=True)
+    rows = cloud_rows(res, workload)
+    value = target.measure(cloud_summary(res, workload, policy, rows), rows)
+    return Point(n, (n,), value, target.holds(value), "", time.perf_counter() - t0)
+
+
 # ------------------------------------------------------------------------------ the search
 @dataclass
 class PlanResult:
@@ -232,12 +260,23 @@ class PlanResult:
         return [self.points[n] for n in sorted(self.points)]
 
 
-def plan(workload: Workload, policy: str, target: Target, *,
+def plan(workload: Workload | CloudWorkload, policy: str, target: Target, *,
          params: dict[str, Any] | None = None, lo: int = 1, hi: int | None = None,
          jobs: int | None = None, ray_address: str | None = None,
          on_point: Callable[[Point], None] | None = None) -> PlanResult:
-    check_plannable(workload)
-    base = sum(g.count for g in workload.spec.cluster.machines)
+    cloud = isinstance(workload, CloudWorkload)
+    one: Callable[..., Point] = evaluate_cloud if cloud else evaluate
+    if isinstance(workload, CloudWorkload):
+        base = workload.servers or 8
+        own = cloud_policy_for(workload, policy, params).fixed_servers(workload.jobs)
+        if own is not None:  # a service that sizes its own fleet has one size to check
+            p = evaluate_cloud(workload, (policy, dict(params or {}), target, own))
+            if on_point is not None:
+                on_point(p)
+            return PlanResult(target, policy, own, {own: p}, own if p.holds else None, own)
+    else:
+        check_plannable(workload)
+        base = sum(g.count for g in workload.spec.cluster.machines)
     limit = hi if hi is not None else base * MAX_GROWTH
     if lo < 1 or limit < lo:
         raise UtilonError(f"empty range of sizes: {lo}..{limit}", where="--min/--max",
@@ -247,8 +286,7 @@ def plan(workload: Workload, policy: str, target: Target, *,
 
     def run(sizes: list[int]) -> None:
         todo = [n for n in dict.fromkeys(sizes) if n not in points]
-        found = run_all(evaluate, workload, [(policy, dict(params or {}), target, n)
-                                             for n in todo],
+        found = run_all(one, workload, [(policy, dict(params or {}), target, n) for n in todo],
                         jobs=jobs, ray_address=ray_address)
         for p in found:
             points[p.machines] = p

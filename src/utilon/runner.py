@@ -1,4 +1,8 @@
-"""Running policies on workloads: the API behind ``utilon simulate``, ``compare`` and ``run``."""
+"""Running policies on workloads: the API behind ``utilon simulate``, ``compare`` and ``run``.
+
+Both worlds run through here: a slot workload (``Workload``) under a slot policy on the
+scheduler core's simulator, a cloud workload (``CloudWorkload``) under a cloud service on the
+cloud simulator (``utilon.cloud.sim``); ``run_policies`` runs either kind in parallel."""
 
 from __future__ import annotations
 
@@ -11,16 +15,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from utilon.cloud.outputs import cloud_rows, cloud_summary, write_cloud_outputs
+from utilon.cloud.policy import CloudPolicy
+from utilon.cloud.scenario import CloudScenarioSpec, CloudWorkload
+from utilon.cloud.sim import CloudResult, CloudSim
 from utilon.core.feasibility import Unrunnable
 from utilon.core.policy import Policy
-from utilon.errors import UnknownNameError
+from utilon.errors import ScenarioError, UnknownNameError
 from utilon.live import LiveProgress, LiveResult, LiveRun, LocalBackend, TaskCatalog
 from utilon.live.backend import Backend
 from utilon.metrics.outputs import job_rows, summarize, write_outputs
 from utilon.model.cluster import Cluster
 from utilon.parallel import run_all
-from utilon.policies import make_policy, policy_class, policy_names
+from utilon.policies import (
+    cloud_policy_class,
+    make_cloud_policy,
+    make_policy,
+    policy_class,
+    policy_names,
+)
 from utilon.scenario.build import Workload
+from utilon.scenario.spec import ScenarioSpec
 from utilon.sim.engine import SimResult, Simulation
 
 
@@ -32,17 +47,34 @@ class RunOutput:
     summary: dict[str, Any]
 
 
+def scenario_params(spec: ScenarioSpec | CloudScenarioSpec, name: str) -> dict[str, Any]:
+    """What a scenario of either world sets for policy ``name``: ``policies.<name>``, then
+    ``policy.params`` when ``policy.name`` is it."""
+    params = dict(spec.policies.get(name, {}))
+    if spec.policy is not None and spec.policy.name == name:
+        params.update(spec.policy.params)
+    return params
+
+
 def policy_for(workload: Workload, name: str,
                overrides: Mapping[str, Any] | None = None) -> Policy:
     """The named policy with the scenario's parameters for it, then ``overrides``."""
-    params = dict(workload.spec.policies.get(name, {}))
-    if workload.spec.policy is not None and workload.spec.policy.name == name:
-        params.update(workload.spec.policy.params)
-    where = f"{workload.source}: policies.{name}" if workload.source else ""
-    policy = make_policy(name, params, where=where)  # the file's part, blamed on the file
+    return _configured(lambda params, where: make_policy(name, params, where=where),
+                       workload.spec, workload.source, name, overrides)
+
+
+P = TypeVar("P")
+
+
+def _configured(make: Callable[[dict[str, Any], str], P], spec: ScenarioSpec | CloudScenarioSpec,
+                source: str, name: str, overrides: Mapping[str, Any] | None) -> P:
+    """A policy made from the scenario's parameters (an error there blames the file), then
+    again with ``overrides`` (an error there blames the command line)."""
+    params = scenario_params(spec, name)
+    policy = make(params, f"{source}: policies.{name}" if source else "")
     if not overrides:
         return policy
-    return make_policy(name, {**params, **overrides}, where="command line (--param)")
+    return make({**params, **overrides}, "command line (--param)")
 
 
 def provenance(workload: Workload) -> dict[str, Any]:
@@ -83,8 +115,54 @@ def run_policy(
     return RunOutput(policy, result, rows, summary)
 
 
+@dataclass(frozen=True)
+class CloudRunOutput:
+    policy: CloudPolicy
+    result: CloudResult
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+
+def cloud_policy_for(workload: CloudWorkload, name: str,
+                     overrides: Mapping[str, Any] | None = None) -> CloudPolicy:
+    """The named cloud service with the scenario's parameters for it, then ``overrides``."""
+    return _configured(lambda params, where: make_cloud_policy(name, workload.store, params,
+                                                               where=where),
+                       workload.spec, workload.source, name, overrides)
+
+
+def fleet_for(workload: CloudWorkload, policy: CloudPolicy) -> int:
+    """The servers a cloud run uses: a service that sizes itself (dedicated clusters, sized
+    for each customer's peak) uses its own fleet; every other one the scenario's."""
+    own = policy.fixed_servers(workload.jobs)
+    if own is not None:
+        return own
+    if workload.servers is None:
+        raise ScenarioError("no fleet size: cloud.servers is not set",
+                            where=f"{workload.source or '<scenario>'}: cloud.servers",
+                            fix=f"set cloud.servers, or find the smallest fleet with `utilon "
+                                f"plan {workload.source or 'SCENARIO'} --policy {policy.name} "
+                                "--target 'misses<=0'`")
+    return workload.servers
+
+
+def run_cloud_policy(workload: CloudWorkload, name: str,
+                     overrides: Mapping[str, Any] | None = None, *,
+                     out_dir: Path | None = None,
+                     servers: int | None = None) -> CloudRunOutput:
+    """One cloud service on the workload's fleet (or ``servers``)."""
+    policy = cloud_policy_for(workload, name, overrides)
+    fleet = servers if servers is not None else fleet_for(workload, policy)
+    result = CloudSim(workload.store, policy, workload.jobs, fleet, seed=workload.seed).run()
+    rows = cloud_rows(result, workload)
+    summary = cloud_summary(result, workload, policy, rows)
+    if out_dir is not None:
+        write_cloud_outputs(out_dir, result, workload, rows, summary)
+    return CloudRunOutput(policy, result, rows, summary)
+
+
 def run_policies(
-    workload: Workload,
+    workload: Workload | CloudWorkload,
     names: Sequence[str],
     overrides: Mapping[str, Any] | None = None,
     *,
@@ -103,7 +181,8 @@ def run_policies(
     ship = ray_address is not None
     items = [(n, dict(overrides or {}), None if out_dir is None else out_dir / n, ship,
               wall_limit) for n in names]
-    done = run_all(_run_one, workload, items, jobs=jobs, ray_address=ray_address,
+    one: Callable[..., Any] = _run_cloud_one if isinstance(workload, CloudWorkload) else _run_one
+    done = run_all(one, workload, items, jobs=jobs, ray_address=ray_address,
                    on_progress=on_progress)
     for (_, _, target, _, _), (_, files) in zip(items, done, strict=True):
         if files:
@@ -135,6 +214,16 @@ def _run_one(workload: Workload,
                                         progress=progress, wall_limit=wall_limit).summary)
 
 
+def _run_cloud_one(workload: CloudWorkload,
+                   item: tuple[str, dict[str, Any], Path | None, bool, float | None],
+                   progress: Callable[[int, int], None] | None
+                   ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    name, overrides, target, ship, _ = item
+    if target is None or not ship:
+        return run_cloud_policy(workload, name, overrides, out_dir=target).summary, {}
+    return written(lambda d: run_cloud_policy(workload, name, overrides, out_dir=d).summary)
+
+
 T = TypeVar("T")
 
 
@@ -157,13 +246,14 @@ def _blamed_on(workload: Workload) -> Iterator[None]:
         raise
 
 
-def resolve_policies(spec: str) -> list[str]:
-    """``"all"`` or a comma-separated list -> validated policy names (registry order)."""
+def resolve_policies(spec: str, world: str = "slot") -> list[str]:
+    """``"all"`` or a comma-separated list -> validated policy names of ``world`` (sorted)."""
     if spec.strip() == "all":
-        return policy_names()
+        return policy_names(world)
     names = [n.strip() for n in spec.split(",") if n.strip()]
+    check = policy_class if world == "slot" else cloud_policy_class
     for n in names:
-        policy_class(n)  # an unknown name fails here, before any run starts
+        check(n)  # an unknown name fails here, before any run starts
     return names
 
 

@@ -7,7 +7,6 @@ on stderr and exit status 2; ``--debug`` shows the traceback instead, for bug re
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 import logging
 import sys
@@ -19,6 +18,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from utilon.cli.cloud import (
+    cloud_table,
+    refuse_slot_options,
+    simulate_cloud,
+    validate_cloud,
+)
 from utilon.cli.common import (
     JobsOpt,
     RayAddressOpt,
@@ -34,11 +39,19 @@ from utilon.cli.plan import plan_command
 from utilon.cli.reproduce import reproduce_app
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
+from utilon.cloud.scenario import CloudWorkload, cloud_json_schema
 from utilon.core.feasibility import check_workload
 from utilon.errors import UtilonError
 from utilon.live import LiveProgress
 from utilon.parallel import check_jobs
-from utilon.policies import make_policy, policy_class, policy_names, policy_parameters
+from utilon.policies import (
+    cloud_policy_class,
+    make_policy,
+    policy_class,
+    policy_names,
+    policy_parameters,
+    world_of,
+)
 from utilon.runner import (
     BACKENDS,
     LiveOutput,
@@ -48,8 +61,8 @@ from utilon.runner import (
     run_policies,
     run_policy,
 )
-from utilon.scenario import load_workload, read_scenario, scenario_json_schema
-from utilon.scenario.build import build_workload
+from utilon.scenario import load_scenario, load_workload, scenario_json_schema
+from utilon.scenario.build import Workload
 
 app = typer.Typer(
     name="utilon",
@@ -134,16 +147,23 @@ def simulate(
     max_wall: MaxWallOpt = None,
 ) -> None:
     """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json
-    and the timeline (allocation.csv, capacity.csv, attempts.csv)."""
+    and the timeline (allocation.csv, capacity.csv, attempts.csv).  A cloud scenario
+    (``cloud:``) runs one of Cura's services on its fleet."""
     with _errors():
-        workload = load_workload(scenario, seed=seed, capacity=capacity)
+        workload = load_scenario(scenario, seed=seed, capacity=capacity)
         name = policy or (workload.spec.policy.name if workload.spec.policy else None)
         if name is None:
             raise UtilonError("no policy given", where=str(scenario),
                               fix="pass --policy NAME or set policy: in the scenario")
-        policy_class(name)
         _check_max_wall(max_wall)
         target = out_dir or _default_out(workload.name) / name
+        if isinstance(workload, CloudWorkload):
+            refuse_slot_options(workload, **{"--validate": validate, "--max-wall": max_wall})
+            simulate_cloud(workload, name, _parse_params(param), target)
+            if report:
+                _write_report([target], target / "report.html")
+            return
+        policy_class(name)
         with _progress() as prog:
             task = prog.add_task(name, total=len(workload.jobs))
             res = run_policy(workload, name, _parse_params(param), out_dir=target,
@@ -174,16 +194,22 @@ def compare(
     """Run several policies on the same scenario and print one summary row per policy.
 
     The runs are independent and go to parallel processes (``--jobs``, default one per core)
-    or to a Ray cluster (``--ray-address``); the outputs are the same as one after another."""
+    or to a Ray cluster (``--ray-address``); the outputs are the same as one after another.
+    On a cloud scenario (``cloud:``) the policies are Cura's services (``all``: every one)."""
     with _errors():
+        check_jobs(jobs)
+        _check_max_wall(max_wall)
+        loaded = load_scenario(scenario, seed=seed, capacity=capacity)
+        target = out_dir or _default_out(loaded.name)
+        if isinstance(loaded, CloudWorkload):
+            refuse_slot_options(loaded, **{"--max-wall": max_wall})
+            _compare_cloud(loaded, policies, target, jobs, ray_address, report)
+            return
+        workload: Workload = loaded
         names = resolve_policies(policies)
         if not names:
             raise UtilonError("no policies given", where="--policies",
                               fix="e.g. --policies fifo,fair or --policies all")
-        check_jobs(jobs)
-        _check_max_wall(max_wall)
-        workload = load_workload(scenario, seed=seed, capacity=capacity)
-        target = out_dir or _default_out(workload.name)
         with _progress() as prog:
             tasks = [prog.add_task(n, total=len(workload.jobs)) for n in names]
 
@@ -204,11 +230,42 @@ def compare(
             _write_report([target], target / "report.html")
 
 
-def _write_comparison(target: Path, results: list[dict[str, Any]]) -> None:
+def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: int | None,
+                   ray_address: str | None, report: bool) -> None:
+    names = resolve_policies(policies, world="cloud")
+    if not names:
+        raise UtilonError("no policies given", where="--policies",
+                          fix="e.g. --policies vm-aware,cura or --policies all")
+    with _progress() as prog:
+        tasks = [prog.add_task(n, total=len(workload.jobs)) for n in names]
+
+        def advance(i: int, done: int, total: int) -> None:
+            prog.update(tasks[i], completed=done * len(workload.jobs) / max(total, 1))
+
+        results = run_policies(workload, names, out_dir=target, jobs=jobs,
+                               ray_address=ray_address, on_progress=advance)
+    _write_comparison(target, results, _CLOUD_COLUMNS)
+    cloud = workload.store.cloud
+    out.print(cloud_table(results, f"{workload.name}: {len(workload.jobs)} jobs, "
+                                   f"{workload.servers} servers of {cloud.server_cores} cores "
+                                   f"(dedicated: its own), seed {workload.seed}"))
+    out.print(f"outputs: {target}/<service>/ and {target}/comparison.csv")
+    if report:
+        _write_report([target], target / "report.html")
+
+
+_SLOT_COLUMNS = ("policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate",
+                 "unfinished", "penalty", "makespan", "response_mean", "response_p95",
+                 "utilisation", "servers", "cost")
+_CLOUD_COLUMNS = ("policy", "servers", "misses", "miss_rate", "dropped", "success_rate",
+                  "response_mean", "response_p95", "makespan", "utilisation",
+                  "per_job_server_hours", "mean_usage_cost", "cost", "reconfigurations",
+                  "reconfigured_vms")
+
+
+def _write_comparison(target: Path, results: list[dict[str, Any]],
+                      cols: Sequence[str] = _SLOT_COLUMNS) -> None:
     target.mkdir(parents=True, exist_ok=True)
-    cols = ["policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate",
-            "unfinished", "penalty", "makespan", "response_mean", "response_p95",
-            "utilisation", "servers", "cost"]
     with (target / "comparison.csv").open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
@@ -389,29 +446,17 @@ def report_cmd(
 # ---------------------------------------------------------------------------------- policies
 @app.command("policies")
 def list_policies() -> None:
-    """List the registered policies, and Cura's cloud services, with a one-line description
-    and their parameters."""
-    from utilon.policies.cura.base import cloud_policy_class, cloud_policy_names
-
-    slot = []
-    for n in policy_names():
-        params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
-        slot.append((n, policy_class(n).summary, params))
-    cloud = []
-    for n in cloud_policy_names():
-        cls = cloud_policy_class(n)
-        sig = inspect.signature(cls.__init__)
-        cloud.append((n, cls.summary, ", ".join(f"{k}={v.default!r}" for k, v in
-                                                sig.parameters.items()
-                                                if k not in ("self", "store"))))
-    for title, rows in (("policies", slot),
-                        ("cloud services (Cura's world of VM pools; `utilon reproduce cura`)",
-                         cloud)):
+    """List the registered policies of both worlds with a one-line description and their
+    parameters: the slot world's (scenarios with cluster:) and Cura's cloud services
+    (scenarios with cloud:)."""
+    for world, title in (("slot", "policies (slot world: scenarios with cluster:)"),
+                         ("cloud", "cloud services (Cura's world: scenarios with cloud:)")):
         t = Table(title=title)
         for col in ("name", "description", "parameters"):
             t.add_column(col)
-        for name, summary, params in rows:
-            t.add_row(name, summary, params or "-")
+        for n in policy_names(world):
+            params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
+            t.add_row(n, world_class(n).summary, params or "-")
         out.print(t)
 
 
@@ -421,8 +466,12 @@ def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
     """Check a scenario file and say what it describes, or print one line saying what is wrong
     (including a job that could never run on its cluster, or under a policy it configures)."""
     with _errors():
-        spec = read_scenario(scenario)
-        workload = build_workload(spec, seed=seed, source=str(scenario))
+        loaded = load_scenario(scenario, seed=seed)
+        if isinstance(loaded, CloudWorkload):
+            validate_cloud(loaded, scenario)
+            return
+        workload: Workload = loaded
+        spec = workload.spec
         where = f"{scenario}: workload"
         check_workload(workload.cluster, workload.jobs, where=where)
         policies = [make_policy(name, params, where=f"{scenario}: policies.{name}")
@@ -444,13 +493,25 @@ def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
 def schema(
     out_file: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")]
     = None,
+    world: Annotated[str, typer.Option(
+        "--world", help="slot (cluster: scenarios) or cloud (cloud: scenarios, Cura's world)")]
+    = "slot",
 ) -> None:
-    """Print the JSON Schema of the scenario format."""
-    text = json.dumps(scenario_json_schema(), indent=2, sort_keys=True) + "\n"
+    """Print the JSON Schema of the scenario format (of either world)."""
+    with _errors():
+        if world not in ("slot", "cloud"):
+            raise UtilonError(f"unknown world {world!r}", where="--world",
+                              fix="use slot or cloud")
+    doc = scenario_json_schema() if world == "slot" else cloud_json_schema()
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     if out_file is None:
         sys.stdout.write(text)
     else:
         out_file.write_text(text, encoding="utf-8")
+
+
+def world_class(name: str) -> Any:
+    return cloud_policy_class(name) if world_of(name) == "cloud" else policy_class(name)
 
 
 def main(argv: list[str] | None = None) -> None:

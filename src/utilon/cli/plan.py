@@ -12,10 +12,11 @@ from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, ScenarioArg, SeedOpt, err, key_values, out
 from utilon.cli.common import errors as _errors
+from utilon.cloud.scenario import CloudWorkload
 from utilon.parallel import check_jobs
 from utilon.plan import PlanResult, Point, parse_target, plan
-from utilon.policies import policy_class
-from utilon.scenario import load_workload
+from utilon.policies import cloud_policy_class, policy_class
+from utilon.scenario import load_scenario
 
 
 def plan_command(
@@ -39,31 +40,39 @@ def plan_command(
     ray_address: RayAddressOpt = None,
 ) -> None:
     """The fewest machines (of the scenario's kinds, in its proportions) at which TARGET holds
-    under POLICY: a search over simulations of the scenario's jobs, several at once."""
+    under POLICY: a search over simulations of the scenario's jobs, several at once.  On a
+    cloud scenario: the fewest servers under one of Cura's services."""
     with _errors():
         goal = parse_target(target)
-        policy_class(policy)
         check_jobs(jobs)
         params = key_values(param, "--param", "k=4")
-        workload = load_workload(scenario, seed=seed)
+        workload = load_scenario(scenario, seed=seed)
+        cloud = isinstance(workload, CloudWorkload)
+        unit = "servers" if cloud else "machines"
+        (cloud_policy_class if cloud else policy_class)(policy)
         target_dir = out_dir or Path("runs") / "plan" / f"{workload.name}-{policy}"
         with err.status(f"planning {workload.name} under {policy}", spinner="dots") as status:
             def seen(p: Point) -> None:
-                status.update(f"{p.machines} machines: {_value(p)} "
+                status.update(f"{p.machines} {unit}: {_value(p)} "
                               f"({'holds' if p.holds else 'fails'})")
 
             res = plan(workload, policy, goal, params=params, lo=lo, hi=hi, jobs=jobs,
                        ray_address=ray_address, on_point=seen)
         out.print(_table(res, f"{workload.name}: {len(workload.jobs)} jobs under {policy}, "
-                              f"target {goal.text}"))
+                              f"target {goal.text}", unit))
         target_dir.mkdir(parents=True, exist_ok=True)
-        _write(res, workload.name, target_dir)
-        if res.answer is None:
-            out.print(f"the target does not hold on up to {res.limit} machines "
-                      f"(the scenario has {res.scenario_machines})")
+        _write(res, workload.name, target_dir, unit)
+        fleet = workload.servers if isinstance(workload, CloudWorkload) else None
+        has = (f"the scenario has {res.scenario_machines}" if not cloud else
+               f"the scenario has {fleet}" if fleet is not None else "the scenario sets none")
+        if len(res.points) == 1 and res.limit == res.scenario_machines and cloud:
+            out.print(f"{policy} sizes its own fleet: {res.limit} servers for these jobs; "
+                      f"the target {'holds' if res.answer else 'does not hold'} there")
+        elif res.answer is None:
+            out.print(f"the target does not hold on up to {res.limit} {unit} ({has})")
         else:
-            out.print(f"smallest cluster: {res.answer} machines (the scenario has "
-                      f"{res.scenario_machines}); {len(res.points)} sizes simulated")
+            out.print(f"smallest {'fleet' if cloud else 'cluster'}: {res.answer} {unit} ({has});"
+                      f" {len(res.points)} sizes simulated")
         out.print(f"outputs: {target_dir}/plan.json, plan.png")
 
 
@@ -71,23 +80,25 @@ def _value(p: Point) -> str:
     return "–" if math.isnan(p.value) else ("≥ " if p.at_least else "") + f"{p.value:.4g}"
 
 
-def _table(res: PlanResult, title: str) -> Table:
+def _table(res: PlanResult, title: str, unit: str) -> Table:
     t = Table(title=title, title_justify="left")
-    for col in ("machines", "per group", res.target.metric if res.target.quantile is None
-                else f"p{res.target.quantile * 100:g} delta", "holds", "stopped early",
-                "wall s"):
+    groups = unit == "machines"  # a cloud fleet is one group of servers
+    for col in (unit, *(["per group"] if groups else []), res.target.metric
+                if res.target.quantile is None else f"p{res.target.quantile * 100:g} delta",
+                "holds", "stopped early", "wall s"):
         t.add_column(col, justify="left" if col in ("stopped early", "per group") else "right")
     for p in res.table():
         mark = "[green]yes[/]" if p.holds else "[red]no[/]"
         if p.machines == res.answer:
             mark += " ←"
-        t.add_row(str(p.machines), " + ".join(map(str, p.counts)), _value(p), mark,
+        t.add_row(str(p.machines), *([" + ".join(map(str, p.counts))] if groups else []),
+                  _value(p), mark,
                   p.stopped or "", f"{p.wall_s:.1f}")
     return t
 
 
-def _write(res: PlanResult, scenario: str, directory: Path) -> None:
-    doc = {"scenario": scenario, "policy": res.policy, "target": res.target.text,
+def _write(res: PlanResult, scenario: str, directory: Path, unit: str) -> None:
+    doc = {"scenario": scenario, "policy": res.policy, "unit": unit, "target": res.target.text,
            "metric": res.target.metric, "quantile": res.target.quantile,
            "scenario_machines": res.scenario_machines, "answer": res.answer,
            "max_machines": res.limit,
@@ -98,10 +109,10 @@ def _write(res: PlanResult, scenario: str, directory: Path) -> None:
                       for p in res.table()],
            "timing": {str(p.machines): round(p.wall_s, 3) for p in res.table()}}
     (directory / "plan.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    _plot(res, directory / "plan.png")
+    _plot(res, directory / "plan.png", unit)
 
 
-def _plot(res: PlanResult, path: Path) -> None:
+def _plot(res: PlanResult, path: Path, unit: str) -> None:
     from matplotlib.figure import Figure  # only loaded when a plan is written
 
     fig = Figure(figsize=(7, 4), layout="constrained")
@@ -120,10 +131,10 @@ def _plot(res: PlanResult, path: Path) -> None:
     ax.axhline(res.target.value, color="black", ls="--", lw=1, label=f"target {res.target.text}")
     if res.answer is not None:
         ax.axvline(res.answer, color="tab:green", lw=1.5, label=f"answer: {res.answer}")
-    ax.set_xlabel("machines" + (" (red lines: the jobs could not run)" if failed else ""))
+    ax.set_xlabel(unit + (" (red lines: the jobs could not run)" if failed else ""))
     label = res.target.metric if res.target.quantile is None else (
         f"p{res.target.quantile * 100:g} of Δ = finish − goal (s)")
     ax.set_ylabel(label)
-    ax.set_title(f"{res.policy}: {label} against cluster size")
+    ax.set_title(f"{res.policy}: {label} against the number of {unit}")
     ax.legend(loc="best", fontsize=8)
     fig.savefig(path, dpi=110)

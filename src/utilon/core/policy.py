@@ -29,6 +29,8 @@ class Policy(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     paper: ClassVar[str] = ""
+    world: ClassVar[str] = "slot"
+    """the world it runs in (``utilon.policies.WORLDS``); cloud services are ``"cloud"``."""
     triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
     uses_free_capacity: ClassVar[bool] = False
     uses_placement: ClassVar[bool] = False

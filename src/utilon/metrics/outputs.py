@@ -193,13 +193,14 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     }
 
 
-def write_jobs_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_jobs_csv(path: Path, rows: list[dict[str, Any]],
+                   columns: Sequence[str] = JOB_COLUMNS) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(JOB_COLUMNS)
+        w.writerow(columns)
         for r in rows:
             w.writerow(["" if r[c] is None else (str(r[c]).lower() if isinstance(r[c], bool)
-                                                 else r[c]) for c in JOB_COLUMNS])
+                                                 else r[c]) for c in columns])
 
 
 def write_summary(path: Path, summary: dict[str, Any]) -> None:

@@ -1,10 +1,17 @@
-"""The policy registry.
+"""The policy registry: one for both worlds.
 
-The interface itself (``Policy``, ``EVENT_TRIGGERS``) belongs to the scheduler core
-(``utilon.core.policy``) and is re-exported here for policy authors.  Policies are registered
-by name with ``@register``; ``make_policy`` builds one from a name and a parameter mapping,
-validating the parameters against the constructor's signature so that a typo gives a one-line
-error that lists what is accepted.
+utilon has two worlds of jobs.  In the *slot* world (the scheduler core: every baseline and
+CORA, RDS, RAS, alsched) jobs are stages of tasks granted resources on machines; its interface
+(``Policy``, ``EVENT_TRIGGERS``) belongs to the core (``utilon.core.policy``) and is
+re-exported here for policy authors.  In the *cloud* world (Cura's §4.1 services) jobs are
+moldable clusters of VMs drawn from pools on servers; its interface is
+``utilon.cloud.policy.CloudPolicy``.  Every policy class says which world it is from
+(``world``) and is registered here by name with ``@register``.  Names are unique across both
+worlds, so asking for a policy of the other world is a one-line error that says where it runs.
+
+``make_policy`` / ``make_cloud_policy`` build one from a name and a parameter mapping,
+validating the parameters against the constructor's signature and types so that a typo gives a
+one-line error that lists what is accepted.
 """
 
 from __future__ import annotations
@@ -17,55 +24,107 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
+from utilon.cloud.policy import CloudPolicy
 from utilon.core.policy import EVENT_TRIGGERS, Policy
 from utilon.errors import ParameterError, UnknownNameError
 
-__all__ = ["EVENT_TRIGGERS", "P", "Policy", "make_policy", "policy_class", "policy_names",
-           "policy_parameters", "register"]
+__all__ = ["EVENT_TRIGGERS", "WORLDS", "CloudPolicy", "P", "Policy", "cloud_policy_class",
+           "make_cloud_policy", "make_policy", "policy_class", "policy_names",
+           "policy_parameters", "register", "world_of"]
 
-_REGISTRY: dict[str, type[Policy]] = {}
-P = TypeVar("P", bound=type[Policy])
+WORLDS = {"slot": "tasks granted resources on machines (the scheduler core)",
+          "cloud": "moldable jobs on VM clusters from pools on servers (Cura's world)"}
+_REGISTRY: dict[str, type[Policy] | type[CloudPolicy]] = {}
+P = TypeVar("P", bound=type[Policy] | type[CloudPolicy])
 
 
 def register(cls: P) -> P:
-    """Class decorator: make the policy available under ``cls.name``."""
+    """Class decorator: make the policy available under ``cls.name`` (in its ``world``)."""
     if cls.name in _REGISTRY:
         raise ValueError(f"policy {cls.name!r} registered twice")
+    if cls.world not in WORLDS:
+        raise ValueError(f"policy {cls.name!r}: unknown world {cls.world!r}")
     _REGISTRY[cls.name] = cls
     return cls
 
 
-def policy_names() -> list[str]:
-    return sorted(_REGISTRY)
+def policy_names(world: str = "slot") -> list[str]:
+    """The registered policies of ``world``, sorted."""
+    return sorted(n for n, c in _REGISTRY.items() if c.world == world)
+
+
+def world_of(name: str) -> str | None:
+    """The world a registered policy runs in, or ``None`` for an unknown name."""
+    cls = _REGISTRY.get(name)
+    return None if cls is None else cls.world
+
+
+def _lookup(name: str, world: str) -> Any:
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise UnknownNameError("policy", name, policy_names(world),
+                               fix="run `utilon policies` to see them")
+    if cls.world != world:
+        kind = "a slot-world policy" if cls.world == "slot" else "a cloud service"
+        section = "cluster:" if cls.world == "slot" else "cloud:"
+        raise UnknownNameError("policy", name, policy_names(world),
+                               fix=f"{name!r} is {kind}; it runs on scenarios with a "
+                                   f"{section} section (see `utilon policies`)")
+    return cls
 
 
 def policy_class(name: str) -> type[Policy]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError("policy", name, list(_REGISTRY),
-                               fix="run `utilon policies` to see them") from None
+    """The registered slot-world policy class ``name``."""
+    cls: type[Policy] = _lookup(name, "slot")
+    return cls
+
+
+def cloud_policy_class(name: str) -> type[CloudPolicy]:
+    """The registered cloud service class ``name``."""
+    cls: type[CloudPolicy] = _lookup(name, "cloud")
+    return cls
 
 
 def policy_parameters(name: str) -> dict[str, tuple[Any, Any]]:
-    """{parameter: (type, default)} of a registered policy's constructor."""
-    cls = policy_class(name)
+    """{parameter: (type, default)} of a registered policy's constructor, of either world (a
+    cloud service's profile store is what it runs on, not a parameter)."""
+    cls = _REGISTRY.get(name) or policy_class(name)
     hints = typing.get_type_hints(cls.__init__)
     out: dict[str, tuple[Any, Any]] = {}
     for pname, p in inspect.signature(cls.__init__).parameters.items():
-        if pname == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+        if pname in ("self", "store") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         out[pname] = (hints.get(pname, Any), p.default)
     return out
 
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None, *, where: str = "") -> Policy:
-    """Build a registered policy, validating ``params`` against its constructor."""
+    """Build a registered slot-world policy, validating ``params`` against its constructor."""
     try:
         cls = policy_class(name)
     except UnknownNameError as e:
         e.where = where
         raise
+    policy: Policy = _build(cls, (), params, where)
+    return policy
+
+
+def make_cloud_policy(name: str, store: Any, params: Mapping[str, Any] | None = None, *,
+                      where: str = "") -> CloudPolicy:
+    """Build a registered cloud service on the profile store ``store``, validating ``params``
+    against its constructor."""
+    try:
+        cls = cloud_policy_class(name)
+    except UnknownNameError as e:
+        e.where = where
+        raise
+    policy: CloudPolicy = _build(cls, (store,), params, where)
+    return policy
+
+
+def _build(cls: Any, args: tuple[Any, ...], params: Mapping[str, Any] | None,
+           where: str) -> Any:
+    name = cls.name
     accepted = policy_parameters(name)
     kwargs: dict[str, Any] = {}
     for key, value in (params or {}).items():
@@ -86,6 +145,6 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None, *, where: st
         raise ParameterError(f"policy {name!r} needs parameter(s): {', '.join(missing)}",
                              where=where)
     try:
-        return cls(**kwargs)
+        return cls(*args, **kwargs)
     except ValueError as exc:
         raise ParameterError(f"policy {name!r}: {exc}", where=where) from None

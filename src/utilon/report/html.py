@@ -146,12 +146,13 @@ def figures_for(runs: Sequence[RunData]) -> list[tuple[str, str, str, Callable[[
          "Slot-resource units held, stacked per job (per class for large runs), with the "
          "cluster's capacity over time as the black line.", lambda: F.allocation_figure(runs)),
     ]
-    for i, r in enumerate(runs[:F.MAX_GANTT_RUNS]):
+    # runs of the cloud world place clusters of VMs, not task attempts: no Gantt chart
+    tasked = [r for r in runs if r.attempts is not None]
+    for r in tasked[:F.MAX_GANTT_RUNS]:
         stem = "gantt-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", r.label)
         out.append((stem, f"Tasks per machine: {r.label}",
                     "Every task attempt as a bar on its machine.",
                     lambda r=r: F.gantt_figure(r)))  # type: ignore[misc]
-        del i
     out.append(("latency", "Decision latency",
                 "Wall time of the policy's decide() per call (p50, p95, max) and, for "
                 "optimization policies, of their solver.", lambda: F.latency_figure(runs)))

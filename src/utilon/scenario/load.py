@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from utilon.cloud.scenario import (
+    CloudWorkload,
+    build_cloud_workload,
+    is_cloud,
+    parse_cloud_scenario,
+)
 from utilon.errors import ScenarioError
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
@@ -66,7 +74,9 @@ def read_json_model(path: Path, model: type[M], fix: str) -> M:
         raise ScenarioError(first["msg"] + more, where=f"{path}: {loc}", fix=fix) from None
 
 
-def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioError:
+def pydantic_error(exc: ValidationError, data: Any, source: str,
+                   doc: str = "docs/scenario.md") -> ScenarioError:
+    """The first problem of a failed validation as one line naming the file and the field."""
     # A typo'd key is the root cause of the "missing field" error that comes with it.
     rank = {"extra_forbidden": 0, "union_tag_invalid": 1}
     errors = sorted(exc.errors(), key=lambda e: rank.get(e["type"], 2))
@@ -81,17 +91,22 @@ def _pydantic_error(exc: ValidationError, data: Any, source: str) -> ScenarioErr
         msg = err["msg"].replace("Input tag", "value")
     extra = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
     return ScenarioError(f"{msg}{extra}", where=f"{source}: {field}",
-                         fix="see docs/scenario.md")
+                         fix=f"see {doc}")
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
     if not isinstance(data, dict):
-        raise ScenarioError("a scenario must be a mapping with cluster: and workload:",
-                            where=source, fix="see examples/")
+        raise ScenarioError("a scenario must be a mapping with cluster: (or cloud:) and "
+                            "workload:", where=source, fix="see examples/")
+    if is_cloud(data):
+        raise ScenarioError("this is a cloud scenario (it has cloud:), and this command needs "
+                            "a slot scenario (cluster:)", where=source,
+                            fix="cloud scenarios run with simulate, compare, plan, validate "
+                                "and report (docs/cloud.md)")
     try:
         return ScenarioSpec.model_validate(data)
     except ValidationError as exc:
-        raise _pydantic_error(exc, data, source) from None
+        raise pydantic_error(exc, data, source) from None
 
 
 def read_scenario(path: str | Path) -> ScenarioSpec:
@@ -226,7 +241,7 @@ def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
         try:
             cluster = ClusterSpec.model_validate(data)
         except ValidationError as exc:
-            raise _pydantic_error(exc, data, str(p)) from None
+            raise pydantic_error(exc, data, str(p)) from None
         return spec.model_copy(update={"cluster": cluster})
     events = data.get("capacity") if isinstance(data, dict) else data
     if not isinstance(events, list):
@@ -237,7 +252,7 @@ def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
         cluster = ClusterSpec.model_validate(
             {**spec.cluster.model_dump(by_alias=True), "capacity": events})
     except ValidationError as exc:
-        raise _pydantic_error(exc, {"capacity": events}, str(p)) from None
+        raise pydantic_error(exc, {"capacity": events}, str(p)) from None
     return spec.model_copy(update={"cluster": cluster})
 
 
@@ -247,14 +262,43 @@ def load_workload(path: str | Path, *, seed: int | None = None,
     spec = read_scenario(path)
     if capacity is not None:
         spec = with_capacity_file(spec, capacity)
-    try:
+    return _build(spec, seed, Path(path))
+
+
+def _build(spec: ScenarioSpec, seed: int | None, path: Path) -> Workload:
+    with _last_defence(path, "docs/scenario.md"):
         return build_workload(spec, seed=seed, source=str(path))
+
+
+@contextmanager
+def _last_defence(path: Path, doc: str) -> Iterator[None]:
+    """Every value has a limit checked when it is read, but a value that slips past one must
+    still end as one line naming the file, never a traceback."""
+    try:
+        yield
     except (ArithmeticError, ValueError, TypeError, RecursionError, MemoryError) as e:
-        # the last line of defence: every value has a limit checked above, but a value that
-        # slips past one must still end as one line naming the file, never a traceback
         raise ScenarioError(f"cannot build the scenario ({type(e).__name__}: {e})",
-                            where=str(path), fix="check its values against docs/scenario.md"
-                            ) from None
+                            where=str(path), fix=f"check its values against {doc}") from None
+
+
+def load_scenario(path: str | Path, *, seed: int | None = None,
+                  capacity: str | Path | None = None) -> Workload | CloudWorkload:
+    """A scenario of either world: a cloud scenario (a ``cloud:`` section, Cura's world) or a
+    slot scenario (``cluster:``), read once and built."""
+    p = Path(path)
+    data = _read_data(p)
+    if not is_cloud(data):
+        spec = parse_scenario(data, str(p))
+        if capacity is not None:
+            spec = with_capacity_file(spec, capacity)
+        return _build(spec, seed, p)
+    if capacity is not None:
+        raise ScenarioError("--capacity replaces a slot cluster's timeline; a cloud scenario "
+                            "has servers, not machines", where=str(p),
+                            fix="set cloud.servers in the scenario instead")
+    cspec = parse_cloud_scenario(data, str(p))
+    with _last_defence(p, "docs/cloud.md"):
+        return build_cloud_workload(cspec, seed=seed, source=str(p))
 
 
 def scenario_json_schema() -> dict[str, Any]:

@@ -7,7 +7,8 @@ until its resources are free (first come first served, later jobs may pass a blo
 drop it once waiting longer would miss the deadline.
 
 * ``per-job-cluster`` (Amazon Elastic MapReduce): no pools; every job gets VMs created for it
-  (``boot_time``) on any server with room, destroyed when it ends.
+  (``boot_time``) on any server with room, destroyed when it ends.  Configurations the whole
+  fleet could not host even when empty are never chosen (the job would wait forever).
 * ``dedicated``: each customer leases its own VMs, as many of each type as its own jobs use at
   their peak (found by replaying its jobs at their optimal configurations from arrival), and
   runs Hadoop clusters on them on demand.  The fleet is what first-fit needs to host all
@@ -96,6 +97,11 @@ class PerJobCluster(_Queueing):
     def __init__(self, store: ProfileStore) -> None:
         super().__init__(store)
         self.delay = store.cloud.boot_time
+
+    def _allowed(self, k: np.ndarray, n: np.ndarray, view: PoolView) -> np.ndarray:
+        # a cluster the whole fleet could not host even when empty would wait forever
+        per_server = self.cloud.server_cores // self.cloud.cores[k].astype(np.int64)
+        return n <= per_server * view.servers
 
     def _room(self, view: PoolView) -> Any:
         return list(view.server_free)
