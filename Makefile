@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ras.py
 	$(BIN)/python benchmarks/bench_alsched.py
 	$(BIN)/python benchmarks/bench_cura.py
+	$(BIN)/python benchmarks/bench_service.py
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)

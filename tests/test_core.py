@@ -707,3 +707,26 @@ def test_head_of_line_task_that_fits_nowhere_now_blocks_its_stage() -> None:
                                  (5, Resources(cpu=2)), (5, Resources(cpu=1))])
     cmds = step(core, 0, JobSubmitted(job))
     assert [c.task.index for c in launches(cmds)] == [0, 1]  # task 3 waits behind task 2
+
+
+# ------------------------------------------------------------------------------ cancellation
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p"])
+def test_a_cancelled_job_stops_and_its_capacity_goes_to_the_others(policy: str) -> None:
+    from utilon.core.messages import JobCancelled, JobSubmitted
+    from utilon.policies import make_policy
+
+    core = new_core(make_cluster(n=1, slots=2, cpu=2, mem=8), make_policy(policy))
+    a = make_job("a", maps=4, reduces=0, dur=10, deadline=100)
+    b = make_job("b", maps=2, reduces=0, dur=10, deadline=200)
+    cmds = step(core, 0.0, JobSubmitted(a), JobSubmitted(b))
+    running_a = [c.task for c in launches(cmds) if c.task.job == "a"]
+    assert running_a
+    cmds = step(core, 1.0, JobCancelled("a"))
+    killed = preempts(cmds)
+    assert sorted(k.task for k in killed) == sorted(running_a)
+    assert all("cancelled" in k.reason for k in killed)
+    assert core.jobs["a"].state is JobState.CANCELLED and "a" not in core.active
+    assert {c.task.job for c in launches(cmds)} <= {"b"}  # the freed slots go to b
+    assert sum(1 for m in core.machines for r in m.tasks if r[0] == "a") == 0
+    # a cancel of a job that is over, or unknown, changes nothing
+    assert step(core, 2.0, JobCancelled("a")) == [] and step(core, 2.0, JobCancelled("x")) == []

@@ -190,3 +190,39 @@ def test_alsched_prefers_the_ray_node_with_a_custom_resource(tmp_path):
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def test_the_service_schedules_on_ray_nodes(local_ray, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from utilon.scenario import build_cluster, parse_scenario
+    from utilon.service.api import create_app
+    from utilon.service.engine import ServiceEngine
+    from utilon.service.store import Store
+    from utilon.service.tenants import TenantBook, create_token
+
+    token = create_token(tmp_path / "t.yaml", "team")
+    book = TenantBook.load(tmp_path / "t.yaml")
+    spec = parse_scenario({"name": "ray-service", "workload": {},
+                           "cluster": {"machines": [{"id": "m", "capacity": {"slots": 2}}]}})
+    engine = ServiceEngine(Store(str(tmp_path / "u.db")), spec, build_cluster(spec.cluster),
+                           make_policy("fair"), RayBackend(), tmp_path / "state",
+                           weights=book.weight)
+    auth = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(engine, book)) as client:
+        job = {"id": "pi", "run": {"kind": "pi", "maps": 2, "samples": 200000},
+               "utility": {"kind": "deadline", "deadline": 120}}
+        assert client.post("/v1/jobs", json=job, headers=auth).status_code == 201
+        import time
+
+        end = time.monotonic() + 120
+        while client.get("/v1/jobs/pi", headers=auth).json()["state"] != "finished":
+            assert time.monotonic() < end, "pi did not finish on Ray"
+            time.sleep(0.1)
+        j = client.get("/v1/jobs/pi", headers=auth).json()
+        assert j["result"]["verification"]["ok"] is True
+        assert all(a["machine"].startswith("node-") for a in j["attempts"])
+        machines = client.get("/v1/cluster", headers=auth).json()["machines"]
+        assert machines and all(m["id"].startswith("node-") for m in machines)
+        assert client.get("/v1/health").json()["backend"] == "ray"
+    assert ray.is_initialized()  # the service leaves a Ray it did not start running

@@ -37,6 +37,7 @@ from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
 from utilon.cli.plan import plan_command
 from utilon.cli.reproduce import reproduce_app
+from utilon.cli.service import register as register_service
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
 from utilon.cloud.scenario import CloudWorkload, cloud_json_schema
@@ -75,6 +76,7 @@ app.add_typer(trace_app, name="trace")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(solve_app, name="solve")
 app.command("plan")(plan_command)
+register_service(app)
 
 
 @app.callback()

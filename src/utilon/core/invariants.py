@@ -86,7 +86,7 @@ def check_invariants(core: SchedulerCore) -> None:
         if (gs.order in core._with_ready) != ready or (
                 gs.order in core._hungry) != (ready and gs.running < gs.limit):
             raise IllegalTransition(f"grant of {gs.job.id}: dispatch index out of sync")
-        if gs.job.state is JobState.DONE:
+        if gs.job.state is JobState.DONE or gs.job.state is JobState.CANCELLED:
             continue
         expect = sum(1 for r, (mi, _) in gs.job.running.items() if gs.covers(r[1], mi))
         if expect != gs.running:

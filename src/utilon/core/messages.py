@@ -68,7 +68,16 @@ class Tick(NamedTuple):
     """A periodic control tick (for policies with a ``tick``)."""
 
 
-Stimulus = JobSubmitted | TaskFinished | TaskFailed | CapacityChanged | MachineAdded | Tick
+class JobCancelled(NamedTuple):
+    """The job's owner withdrew it (``utilon cancel``): its running tasks are killed and it
+    leaves the active set unfinished, as if it had never been wanted."""
+
+    job: str
+    reason: str = "cancelled"
+
+
+Stimulus = (JobSubmitted | TaskFinished | TaskFailed | CapacityChanged | MachineAdded | Tick
+            | JobCancelled)
 
 
 # -- commands --------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from utilon.core.invariants import check_invariants, check_machine
 from utilon.core.messages import (
     CapacityChanged,
     Command,
+    JobCancelled,
     JobSubmitted,
     Launch,
     MachineAdded,
@@ -215,7 +216,7 @@ class SchedulerCore(Dispatcher):
             if kind is TaskFinished:
                 self._on_finished(s.task, triggers, touched)  # type: ignore[union-attr]
             elif kind is JobSubmitted:
-                self._on_submitted(s.job)  # type: ignore[union-attr]
+                self._on_submitted(s.job)  # type: ignore[union-attr,arg-type]
                 triggers.add(Trigger.ARRIVAL)
             elif kind is TaskFailed:
                 self._on_failed(s, triggers, cmds)  # type: ignore[arg-type]
@@ -228,6 +229,9 @@ class SchedulerCore(Dispatcher):
             elif kind is MachineAdded:
                 self._on_machine_added(s.machine)  # type: ignore[union-attr]
                 triggers.add(Trigger.CAPACITY)
+            elif kind is JobCancelled:
+                if self._on_cancelled(s.job, s.reason, cmds):  # type: ignore[union-attr,arg-type]
+                    triggers.add(Trigger.JOB_FINISHED)
             else:
                 raise IllegalTransition(f"unknown stimulus {s!r}")
         if self.active and not triggers.isdisjoint(self.policy.triggers):
@@ -321,6 +325,24 @@ class SchedulerCore(Dispatcher):
                 del self.active[job.id]
                 triggers.add(Trigger.JOB_FINISHED)
                 self.policy.job_finished(job.id, self.now)
+
+    def _on_cancelled(self, job_id: str, reason: str, cmds: list[Command]) -> bool:
+        """Kill the job's running tasks and drop it from the active set; False when it is
+        unknown or already over (a cancel that raced its last task is a no-op)."""
+        job = self.active.get(job_id)
+        if job is None:
+            self.stats.stale += 1
+            return False
+        for ref in list(job.running):
+            self._requeue(job, TaskRef(*ref), "killed", cmds, reason=f"job {reason}")
+        for st in job.stages:  # nothing of it may be dispatched again
+            st.ready.clear()
+        job.n_ready = 0
+        self._touch(job)
+        check_move(f"job {job.id}", job.state, JobState.CANCELLED)
+        job.state = JobState.CANCELLED
+        del self.active[job.id]
+        return True
 
     def _unlock(self, job: JobRT, st: StageRT) -> None:
         st.deps_left -= 1

@@ -66,14 +66,26 @@ class TaskCatalog:
                                                sp.name, sp.tasks, st.tasks[0].demand)
         return spec
 
+    def add(self, job: Job, plan: JobPlan | None = None) -> None:
+        """A job that arrived after the start (a service's submission)."""
+        self._by_id[job.id] = job
+        if plan is not None:
+            if not isinstance(self.plans, dict):
+                self.plans = dict(self.plans)
+            self.plans[job.id] = plan
+
+    def prepare_job(self, job: Job) -> None:
+        """Create one job's directory and generate its input (if its kind has one)."""
+        d = self.job_dir(job.id)
+        d.mkdir(parents=True, exist_ok=True)
+        plan = self.plans.get(job.id)
+        if plan is not None and plan.prepare is not None:
+            plan.prepare(d)
+
     def prepare(self, progress: Any = None) -> None:
         """Create job directories and generate every planned job's input (before the clock
         starts, so data generation never counts against a job's completion time)."""
         for job in self.jobs:
-            d = self.job_dir(job.id)
-            d.mkdir(parents=True, exist_ok=True)
-            plan = self.plans.get(job.id)
-            if plan is not None and plan.prepare is not None:
-                plan.prepare(d)
+            self.prepare_job(job)
             if progress is not None:
                 progress(job.id)

@@ -76,31 +76,38 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
         (jr.job, jr.start, jr.finish, jr.cost) for jr in seen.values()]
     records += [(j, None, None, 0.0) for j in jobs if j.id not in seen]
     for job, start, finish, cost in records:
-        u = job.utility
-        goal = u.goal
-        finished = finish is not None
-        t = finish if finish is not None else charged_time(job, end)
-        utility = u.value(t)
-        late = (t - goal) if goal is not None else None
-        penalty = 0.0
-        if goal is not None and late is not None and late > 0:
-            # lateness relative to the time allowed; a goal at submit counts lateness in s
-            penalty = job.weight * late / max(goal - job.submit, 1.0)
-        rows.append({
-            "id": job.id,
-            "tenant": job.tenant,
-            "class": job.job_class,
-            "submit": _r(job.submit, 3),
-            "start": _r(start, 3) if start is not None else None,
-            "finish": _r(finish, 3) if finish is not None else None,
-            "goal": _r(goal, 3) if goal is not None else None,
-            "utility": _r(utility),
-            "delta": _r(late, 3) if (late is not None and finished) else None,
-            "missed": (not finished) or (late is not None and late > 1e-9),
-            "penalty": _r(penalty),
-            "cost": _r(cost),
-        })
+        rows.append(job_row(job, start, finish, cost, end))
     return rows
+
+
+def job_row(job: Job, start: float | None, finish: float | None, cost: float,
+            end: float) -> dict[str, Any]:
+    """One ``jobs.csv`` row; an unfinished job is charged as of ``end`` (the module
+    docstring says how)."""
+    u = job.utility
+    goal = u.goal
+    finished = finish is not None
+    t = finish if finish is not None else charged_time(job, end)
+    utility = u.value(t)
+    late = (t - goal) if goal is not None else None
+    penalty = 0.0
+    if goal is not None and late is not None and late > 0:
+        # lateness relative to the time allowed; a goal at submit counts lateness in s
+        penalty = job.weight * late / max(goal - job.submit, 1.0)
+    return {
+        "id": job.id,
+        "tenant": job.tenant,
+        "class": job.job_class,
+        "submit": _r(job.submit, 3),
+        "start": _r(start, 3) if start is not None else None,
+        "finish": _r(finish, 3) if finish is not None else None,
+        "goal": _r(goal, 3) if goal is not None else None,
+        "utility": _r(utility),
+        "delta": _r(late, 3) if (late is not None and finished) else None,
+        "missed": (not finished) or (late is not None and late > 1e-9),
+        "penalty": _r(penalty),
+        "cost": _r(cost),
+    }
 
 
 def charged_time(job: Job, end: float) -> float:

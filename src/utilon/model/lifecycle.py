@@ -23,6 +23,7 @@ class JobState(IntEnum):
     QUEUED = 0  # submitted, nothing launched yet
     RUNNING = 1
     DONE = 2
+    CANCELLED = 3  # withdrawn by its owner before it finished (a service's cancel)
 
 
 class MachineState(IntEnum):
@@ -40,6 +41,8 @@ TASK_MOVES: frozenset[tuple[TaskState, TaskState]] = frozenset({
 JOB_MOVES: frozenset[tuple[JobState, JobState]] = frozenset({
     (JobState.QUEUED, JobState.RUNNING),
     (JobState.RUNNING, JobState.DONE),
+    (JobState.QUEUED, JobState.CANCELLED),
+    (JobState.RUNNING, JobState.CANCELLED),
 })
 
 MACHINE_MOVES: frozenset[tuple[MachineState, MachineState]] = frozenset({

@@ -1,0 +1,287 @@
+"""``utilon serve`` and its clients: submit, jobs, job, cancel, cluster, token, export."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from utilon.cli.common import err, key_values, out
+from utilon.cli.common import errors as _errors
+from utilon.errors import ScenarioError, UtilonError
+from utilon.service.client import DEFAULT_SERVER, Client
+
+ServerOpt = Annotated[str, typer.Option(
+    "--server", envvar="UTILON_SERVER", help="the service's URL (env UTILON_SERVER)")]
+TokenOpt = Annotated[str | None, typer.Option(
+    "--token", envvar="UTILON_TOKEN", help="your API token (env UTILON_TOKEN)",
+    show_default=False)]
+TenantsOpt = Annotated[Path, typer.Option(
+    "--tenants", help="the tenants file: token hashes and weights")]
+
+token_app = typer.Typer(help="API tokens of the service's tenants and admins.",
+                        no_args_is_help=True)
+
+
+def default_cluster() -> dict[str, Any]:
+    """This machine as one logical machine per core, one slot each (as examples/live-mix)."""
+    return {"machines": [{"id": "local", "count": max(1, os.cpu_count() or 1),
+                          "capacity": {"slots": 1, "mem": 4}}]}
+
+
+def serve(
+    scenario: Annotated[Path | None, typer.Argument(
+        help="scenario whose cluster: (and policies:) the service owns; its jobs are not "
+        "submitted (default: this machine, one slot per core)", show_default=False)] = None,
+    policy: Annotated[str, typer.Option("--policy", "-p", help="policy name")] = "fair",
+    param: Annotated[list[str] | None, typer.Option("--param", help="policy parameter "
+                                                    "KEY=VALUE (repeatable)")] = None,
+    db: Annotated[str, typer.Option("--db", help="the store: a SQLite file, or a database "
+                                    "URL (postgresql://...)")] = "utilon.db",
+    tenants: TenantsOpt = Path("tenants.yaml"),
+    state_dir: Annotated[Path | None, typer.Option(
+        "--state-dir", help="where job inputs and outputs go (default: next to the db)",
+        show_default=False)] = None,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8765,
+    backend: Annotated[str, typer.Option("--backend", "-b", help="local | ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to "
+                                                    "connect to (default: start one here)")]
+    = None,
+    admission: Annotated[str, typer.Option(
+        "--admission", help="reject: refuse a job whose deadline it cannot meet even alone "
+        "on the whole cluster; accept: take it anyway (a job may override with admission:)")]
+    = "reject",
+) -> None:
+    """Run utilon as a long-running scheduler service: an HTTP API (OpenAPI at /docs) that
+    takes jobs at any time and schedules them live under POLICY, with durable state."""
+    with _errors():
+        import uvicorn
+
+        from utilon.policies import make_policy, policy_class
+        from utilon.runner import make_backend, scenario_params
+        from utilon.scenario import build_cluster, parse_scenario, read_scenario
+        from utilon.service.api import create_app
+        from utilon.service.engine import ServiceEngine
+        from utilon.service.store import Store
+        from utilon.service.tenants import TenantBook
+
+        book = TenantBook.load(tenants)
+        if scenario is not None:
+            spec = read_scenario(scenario)
+            where = f"{scenario}: "
+            if spec.cluster.capacity:
+                raise UtilonError("the service's cluster has no capacity timeline: its "
+                                  "machines are what it starts with", where=f"{where}"
+                                  "cluster.capacity", fix="serve a copy without capacity:")
+        else:
+            spec = parse_scenario({"name": "service", "cluster": default_cluster(),
+                                   "workload": {}}, "<default cluster>")
+            where = ""
+        policy_class(policy)
+        params = {**scenario_params(spec, policy), **key_values(param, "--param", "k=4")}
+        pol = make_policy(policy, params, where=f"{where}policies.{policy}")
+        cluster = build_cluster(spec.cluster, where)
+        be = make_backend(backend, ray_address=ray_address)
+        store = Store(db)
+        sdir = state_dir or (Path(db).resolve().parent / "utilon-state"
+                             if "://" not in db else Path("utilon-state"))
+        engine = ServiceEngine(store, spec, cluster, pol, be, sdir, weights=book.weight,
+                               admission=admission, seed=spec.seed)
+        app = create_app(engine, book)
+        err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
+                  f"store {store.url}, http://{host}:{port}/docs")
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def _jobs_in(path: Path) -> list[dict[str, Any]]:
+    """A job file: one job mapping, a list of them, or a mapping with ``jobs:``."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError("no such file", where=str(path), fix="check the path") from None
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"YAML syntax error: {str(e).splitlines()[0]}",
+                            where=str(path)) from None
+    if isinstance(data, dict) and "jobs" in data:
+        data = data["jobs"]
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not data or not all(isinstance(j, dict) for j in data):
+        raise ScenarioError("expected a job (a mapping), a list of jobs, or jobs: [...]",
+                            where=str(path), fix="see docs/service.md#submitting-jobs")
+    return data
+
+
+def submit(
+    job_file: Annotated[Path, typer.Argument(help="a job (YAML/JSON): the scenario's job "
+                                             "format without submit; or a list of jobs")],
+    server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+) -> None:
+    """Submit jobs to a running service."""
+    with _errors(), Client(server, token) as c:
+        jobs = _jobs_in(job_file)
+        t = _job_table("submitted")
+        for j in jobs:
+            t.add_row(*_job_cells(c.submit(j)))
+        out.print(t)
+
+
+def jobs_cmd(
+    state: Annotated[list[str] | None, typer.Option("--state", help="queued, running, "
+                                                    "finished, cancelled, failed")] = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="(admins) one tenant")] = None,
+    limit: Annotated[int, typer.Option("--limit")] = 50,
+    server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+) -> None:
+    """List jobs (yours; an admin's token lists every tenant's), newest first."""
+    with _errors(), Client(server, token) as c:
+        page = c.jobs(states=state, tenant=tenant, limit=limit)
+        t = _job_table(f"{page['total']} job(s)" + (f", newest {len(page['jobs'])}"
+                                                    if page["total"] > len(page["jobs"])
+                                                    else ""))
+        for j in page["jobs"]:
+            t.add_row(*_job_cells(j))
+        out.print(t)
+
+
+def job_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
+            server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+            as_json: Annotated[bool, typer.Option("--json", help="the API's answer as JSON")]
+            = False) -> None:
+    """One job: its state, tasks, estimated completion, utility and deadline status."""
+    with _errors(), Client(server, token) as c:
+        j = c.job(job_id)
+        if as_json:
+            out.print_json(json.dumps(j))
+            return
+        t = Table(title=f"job {j['id']}", title_justify="left", show_header=False)
+        live = j.get("live") or {}
+        row = (j.get("result") or {}).get("row") or {}
+        for k, v in (("tenant", j["tenant"]), ("state", j["state"]),
+                     ("submitted", _t(j["submitted"])), ("goal", _t(j["goal"])),
+                     ("started", _t(j["started"])), ("finished", _t(j["finished"])),
+                     ("tasks", f"{live.get('tasks_done', '–')} done, "
+                               f"{live.get('tasks_running', '–')} running of "
+                               f"{live.get('tasks', '–')}" if live else "–"),
+                     ("estimated completion", _t(live.get("estimated_completion"))),
+                     ("deadline", live.get("deadline_status", "–") if live else
+                      ("missed" if row.get("missed") else "met" if row else "–")),
+                     ("utility", f"{live.get('utility_now', row.get('utility', '–'))}"),
+                     ("verification", json.dumps((j.get("result") or {})
+                                                 .get("verification"))),
+                     ("reason", j["reason"] or "–")):
+            t.add_row(k, str(v))
+        out.print(t)
+
+
+def cancel_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
+               server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+    """Cancel a job: its running tasks are killed and it never finishes."""
+    with _errors(), Client(server, token) as c:
+        j = c.cancel(job_id)
+        out.print(f"{j['id']}: {j['state']}"
+                  + (" (cancel requested)" if j["state"] in ("queued", "running") else ""))
+
+
+def cluster_cmd(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+    """The cluster: machines, capacity and use, allocation per job and tenant; the policy."""
+    with _errors(), Client(server, token) as c:
+        cl = c.cluster()
+        pol = c.policy()
+        slot = cl["slot_resource"]
+        t = Table(title=f"machines ({slot} in use / capacity)", title_justify="left")
+        for col in ("machine", "up", slot, "tasks"):
+            t.add_column(col)
+        for m in cl["machines"]:
+            t.add_row(m["id"], "yes" if m["up"] else "no",
+                      f"{m['used'].get(slot, 0):g} / {m['capacity'].get(slot, 0):g}",
+                      str(m["tasks"]))
+        out.print(t)
+        for title, alloc in (("tenants", cl["allocation"]["tenants"]),
+                             ("jobs", cl["allocation"]["jobs"])):
+            a = Table(title=f"allocation per {title[:-1]} ({slot})", title_justify="left")
+            a.add_column(title[:-1])
+            a.add_column(slot, justify="right")
+            for k, v in sorted(alloc.items(), key=lambda kv: -kv[1]):
+                a.add_row(k, f"{v:g}")
+            out.print(a)
+        p50, p95 = pol["decide_ms_p50"], pol["decide_ms_p95"]
+        out.print(f"policy {pol['name']}: {pol['decisions']} decisions, decide p50 "
+                  f"{_ms(p50)} / p95 {_ms(p95)} (last {pol['window']})")
+
+
+def _ms(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f} ms"
+
+
+def _t(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f} s"
+
+
+def _job_table(title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("id", "tenant", "state", "submitted s", "goal s", "finished s", "deadline"):
+        t.add_column(col)
+    return t
+
+
+def _job_cells(j: dict[str, Any]) -> list[str]:
+    deadline = "–"
+    if j.get("missed") is not None:
+        deadline = "[red]missed[/]" if j["missed"] else "[green]met[/]"
+    return [j["id"], j["tenant"], j["state"], _t(j["submitted"]), _t(j.get("goal")),
+            _t(j.get("finished")), deadline]
+
+
+@token_app.command("create")
+def token_create(
+    name: Annotated[str, typer.Argument(help="tenant (or admin) name")],
+    tenants: TenantsOpt = Path("tenants.yaml"),
+    admin: Annotated[bool, typer.Option("--admin", help="an admin: sees every tenant")]
+    = False,
+    weight: Annotated[float, typer.Option("--weight", help="the tenant's weight (multiplies "
+                                          "its jobs' weights)")] = 1.0,
+) -> None:
+    """Create (or replace) NAME's token; prints the token once and stores only its hash."""
+    from utilon.service.tenants import create_token
+
+    with _errors():
+        token = create_token(tenants, name, admin=admin, weight=weight)
+        err.print(f"{'admin' if admin else 'tenant'} {name}: token stored hashed in {tenants}; "
+                  "it is shown only now:")
+        out.print(token, highlight=False)
+
+
+def export_cmd(
+    db: Annotated[str, typer.Option("--db", help="the service's store")] = "utilon.db",
+    out_dir: Annotated[Path, typer.Option("--out", help="directory to write")] = Path(
+        "runs/service"),
+) -> None:
+    """Write the store's finished jobs as a batch run's files (jobs.csv, summary.json,
+    provenance.json, verification.json), readable by `utilon report`."""
+    from utilon.service.export import export
+
+    with _errors():
+        n = export(db, out_dir)
+        out.print(f"{n} finished job(s): {out_dir}/jobs.csv, summary.json, provenance.json, "
+                  "verification.json")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.command("submit")(submit)
+    app.command("jobs")(jobs_cmd)
+    app.command("job")(job_cmd)
+    app.command("cancel")(cancel_cmd)
+    app.command("cluster")(cluster_cmd)
+    app.command("export")(export_cmd)
+    app.add_typer(token_app, name="token")
+
+
+__all__ = ["register"]

@@ -1,0 +1,209 @@
+"""The HTTP API of ``utilon serve`` (FastAPI): versioned under ``/v1``, OpenAPI at ``/docs``.
+
+Every request but ``/v1/health`` carries ``Authorization: Bearer <token>``; a tenant's token
+sees and changes only that tenant's jobs, an admin's sees all.  Every error is a JSON body
+``{"error": "<one line naming the field>", "field": ..., "fix": ...}`` with a 4xx status (5xx
+only if the service itself is broken).
+"""
+
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from utilon.service.engine import ServiceEngine, SubmissionError
+from utilon.service.store import STATES, JobRecord
+from utilon.service.tenants import Principal, TenantBook
+
+API_VERSION = "v1"
+
+
+class ErrorOut(BaseModel):
+    error: str
+    field: str = ""
+    fix: str = ""
+
+
+class JobOut(BaseModel):
+    id: str
+    tenant: str
+    state: Literal["queued", "running", "finished", "cancelled", "failed"]
+    submitted: float = Field(description="service time (s since the store's epoch)")
+    goal: float | None = Field(None, description="the utility's goal (deadline), service time")
+    started: float | None = None
+    finished: float | None = None
+    cancel_requested: bool = False
+    reason: str = ""
+    missed: bool | None = Field(None, description="once finished: after its goal")
+    utility: float | None = Field(None, description="once finished: the utility it earned")
+
+
+class JobDetail(JobOut):
+    spec: dict[str, Any]
+    live: dict[str, Any] | None = Field(
+        None, description="while the scheduler holds it: tasks done/running, estimated "
+        "completion, current utility, deadline status")
+    result: dict[str, Any] | None = Field(
+        None, description="once finished: its jobs.csv row, output directory, verification")
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class JobPage(BaseModel):
+    jobs: list[JobOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class Health(BaseModel):
+    status: Literal["ok", "stopped", "error"]
+    error: str = ""
+    version: str = API_VERSION
+    epoch: float = Field(description="wall-clock second (Unix) of service time 0")
+    now: float = Field(description="service time now")
+    incarnation: int
+    uptime_s: float
+    backend: str
+    policy: str
+    jobs: dict[str, int]
+
+
+def job_out(rec: JobRecord) -> JobOut:
+    row = (rec.result or {}).get("row") or {}
+    return JobOut(id=rec.id, tenant=rec.tenant, state=rec.state,  # type: ignore[arg-type]
+                  submitted=rec.submitted, goal=rec.goal, started=rec.started,
+                  finished=rec.finished, cancel_requested=rec.cancel_requested,
+                  reason=rec.reason, missed=row.get("missed"), utility=row.get("utility"))
+
+
+def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONResponse:
+    return JSONResponse(status_code=status, content={"error": message, "field": field,
+                                                     "fix": fix})
+
+
+def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = True) -> FastAPI:
+    """The API over a built engine; with ``manage`` the app starts the engine when it starts
+    and checkpoints it when it stops (SIGTERM through uvicorn)."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if manage:
+            engine.start()
+        try:
+            yield
+        finally:
+            if manage:
+                engine.stop()
+
+    app = FastAPI(title="utilon", version=API_VERSION, lifespan=lifespan,
+                  description="A scheduler service: submit jobs with deadlines or utilities; "
+                  "utilon's policies schedule them on the cluster it owns.")
+
+    @app.exception_handler(SubmissionError)
+    async def _refused(_r: Request, e: SubmissionError) -> JSONResponse:
+        return _error(e.status, e.one_line(), e.where, e.fix)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_r: Request, e: RequestValidationError) -> JSONResponse:
+        first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid request"}
+        loc = ".".join(str(x) for x in first.get("loc", ()) if x not in ("body",))
+        return _error(422, f"{loc or 'request'}: {first.get('msg', 'invalid')}", loc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_r: Request, e: StarletteHTTPException) -> JSONResponse:
+        detail = e.detail if isinstance(e.detail, str) else str(e.detail)
+        return _error(e.status_code, detail)
+
+    def principal(authorization: Annotated[str | None, Header()] = None) -> Principal:
+        token = None
+        if authorization and authorization.lower().startswith("bearer "):
+            token = authorization[7:].strip()
+        who = tenants.authenticate(token)
+        if who is None:
+            raise SubmissionError("missing or unknown token", status=401,
+                                  where="Authorization",
+                                  fix="send Authorization: Bearer <token> (utilon token create)")
+        return who
+
+    Who = Annotated[Principal, Depends(principal)]
+    responses: dict[int | str, dict[str, Any]] = {
+        s: {"model": ErrorOut} for s in (400, 401, 403, 404, 409, 422, 503)}
+
+    @app.get(f"/{API_VERSION}/health", response_model=Health)
+    def health() -> Health:
+        status = "error" if engine.error else ("ok" if engine.running else "stopped")
+        return Health(status=status, error=engine.error, epoch=engine.store.epoch,  # type: ignore[arg-type]
+                      now=engine.now() if engine.running else 0.0,
+                      incarnation=engine.store.incarnation,
+                      uptime_s=time.time() - engine.stats.started_wall
+                      if engine.stats.started_wall else 0.0,
+                      backend=engine.backend.name, policy=engine.policy.name,
+                      jobs=engine.store.counts())
+
+    @app.post(f"/{API_VERSION}/jobs", status_code=201, response_model=JobOut,
+              responses=responses)
+    def submit(who: Who, job: Annotated[dict[str, Any], Body(
+            description="one job in the scenario's job format (docs/scenario.md#jobs) "
+            "without submit: id (optional), stages or run, utility, weight, priority, class, "
+            "tenant (admins only), admission (reject|accept)",
+            examples=[{"id": "pi-1", "run": {"kind": "pi", "samples": 2000000, "tasks": 4},
+                       "utility": {"kind": "deadline", "deadline": 120}}])]) -> JobOut:
+        return job_out(engine.submit(who, job))
+
+    @app.get(f"/{API_VERSION}/jobs", response_model=JobPage, responses=responses)
+    def list_jobs(who: Who,
+                  state: Annotated[list[Literal["queued", "running", "finished",
+                                                "cancelled", "failed"]] | None,
+                                   Query(description="filter by state (repeatable)")] = None,
+                  tenant: Annotated[str | None, Query(max_length=64)] = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> JobPage:
+        if tenant is not None and not who.may_see(tenant):
+            raise SubmissionError(f"tenant {who.name!r} cannot see {tenant!r}'s jobs",
+                                  status=403, where="tenant")
+        scope = tenant if who.admin else who.name
+        recs, total = engine.store.page(tenant=scope, states=tuple(state or ()), limit=limit,
+                                        offset=offset)
+        return JobPage(jobs=[job_out(r) for r in recs], total=total, limit=limit,
+                       offset=offset)
+
+    def _own(who: Principal, job_id: str) -> JobRecord:
+        rec = engine.store.get(job_id)
+        if rec is None or not who.may_see(rec.tenant):
+            raise SubmissionError(f"no job {job_id!r}", status=404, where="id")
+        return rec
+
+    @app.get(f"/{API_VERSION}/jobs/{{job_id}}", response_model=JobDetail, responses=responses)
+    def get_job(who: Who, job_id: str) -> JobDetail:
+        rec = _own(who, job_id)
+        return JobDetail(**job_out(rec).model_dump(), spec=rec.spec,
+                         live=engine.live_view(job_id), result=rec.result,
+                         events=engine.store.events_of(job_id),
+                         attempts=engine.store.attempts_of(job_id))
+
+    @app.delete(f"/{API_VERSION}/jobs/{{job_id}}", status_code=202, response_model=JobOut,
+                responses=responses)
+    def cancel_job(who: Who, job_id: str) -> JobOut:
+        _own(who, job_id)
+        return job_out(engine.cancel(who, job_id))
+
+    @app.get(f"/{API_VERSION}/cluster", responses=responses)
+    def cluster(who: Who) -> dict[str, Any]:
+        return engine.cluster_view(who)
+
+    @app.get(f"/{API_VERSION}/policy", responses=responses)
+    def policy(who: Who) -> dict[str, Any]:
+        del who
+        return engine.policy_view()
+
+    app.state.engine = engine
+    app.state.states = STATES
+    return app

@@ -1,0 +1,539 @@
+"""The service's engine: the scheduler core and a live backend, running until told to stop,
+taking jobs at any time, and writing every change to the store.
+
+It is ``LiveRun``'s loop (``utilon.live.runner``) without a fixed list of jobs: submissions and
+cancellations arrive through a queue from the API's threads; a job is prepared (its input
+generated) on a thread of its own, then handed to the core as ``JobSubmitted``; a cancel is
+the core's ``JobCancelled``.  After every batch the loop records, in one transaction, the
+attempts it launched, finished, failed or killed, the jobs that started, and the jobs that
+finished (with their ``jobs.csv`` row and output verification) or were cancelled.
+
+**Time.**  The service clock is seconds since the store's epoch (the first start of
+``utilon serve`` on it), so that a job's deadline means the same after a restart.  Each start
+is an *incarnation*: its backend's clock starts at 0, and service time = backend time + the
+incarnation's offset from the epoch.  Job directories are per incarnation, so a task orphaned
+by a crash never writes into the re-run's files.
+
+**Recovery.**  On start, every job the store holds as queued or running is rebuilt from its
+submitted spec and queued again; attempts a crash left open are closed as ``lost``; a job
+whose cancel was requested is cancelled.  A job is marked finished only from an open state, in
+the same transaction as its result, so no job completes twice.
+
+**Stop.**  ``stop()`` (SIGTERM through uvicorn) checkpoints: running tasks are stopped, their
+attempts closed as ``stopped``, their jobs re-queued in the store; the next start runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import queue
+import re
+import secrets
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from utilon.core.feasibility import Unrunnable, check_workload
+from utilon.core.messages import (
+    CapacityChanged,
+    JobCancelled,
+    JobSubmitted,
+    Launch,
+    MachineAdded,
+    Preempt,
+    Stimulus,
+    TaskFailed,
+    TaskFinished,
+    Tick,
+)
+from utilon.core.policy import Policy
+from utilon.core.scheduler import SchedulerCore
+from utilon.errors import UtilonError
+from utilon.jobs.plan import JobPlan
+from utilon.live.backend import Backend
+from utilon.live.catalog import TaskCatalog
+from utilon.live.runner import check_resources
+from utilon.metrics.outputs import job_row
+from utilon.model.cluster import Cluster
+from utilon.model.job import Job
+from utilon.model.lifecycle import JobState
+from utilon.scenario.build import _Builder
+from utilon.scenario.spec import JobSpec, ScenarioSpec
+from utilon.service.store import JobRecord, Store, attempts
+from utilon.service.tenants import Principal
+
+log = logging.getLogger(__name__)
+ADMISSION = ("reject", "accept")
+_JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+LATENCY_WINDOW = 2000
+
+
+class SubmissionError(UtilonError):
+    """A submission the service refuses (HTTP 4xx): ``status`` says which."""
+
+    def __init__(self, message: str, *, status: int = 422, where: str = "",
+                 fix: str = "") -> None:
+        super().__init__(message, where=where, fix=fix)
+        self.status = status
+
+
+@dataclass
+class _Built:
+    job: Job
+    plan: JobPlan | None
+    standalone: float
+
+
+@dataclass
+class EngineStats:
+    started_wall: float = 0.0
+    batches: int = 0
+    recovered: int = 0
+    lost_attempts: int = 0
+    decide_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+
+
+class ServiceEngine:
+    def __init__(self, store: Store, spec: ScenarioSpec, cluster: Cluster, policy: Policy,
+                 backend: Backend, state_dir: Path, *, weights: Callable[[str], float]
+                 = lambda _t: 1.0, admission: str = "reject", seed: int = 0,
+                 max_wait: float = 0.2) -> None:
+        if admission not in ADMISSION:
+            raise UtilonError(f"unknown admission {admission!r}", where="--admission",
+                              fix="reject or accept")
+        self.store = store
+        self.spec = spec
+        self.declared = cluster
+        self.policy = policy
+        self.backend = backend
+        self.state_dir = state_dir
+        self.weights = weights
+        self.admission = admission
+        self.seed = seed
+        self.max_wait = max_wait
+        self.lock = threading.RLock()  # the core and the catalog; held by the loop per batch
+        self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.ready: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.stats = EngineStats()
+        self.core: SchedulerCore | None = None
+        self.cluster: Cluster = cluster
+        self.catalog: TaskCatalog | None = None
+        self.offset = 0.0
+        self.error = ""
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started_jobs: set[str] = set()
+        self._builder_cluster = cluster
+
+    # -- life cycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        epoch, inc = self.store.begin_incarnation()
+        self.catalog = TaskCatalog(self.state_dir / "runs" / f"incarnation-{inc}", [], {})
+        self.backend.strict_capacity = not self.policy.overcommits
+        self.cluster = self.backend.start(self.declared, self.catalog)
+        self.offset = time.time() - self.backend.now() - epoch
+        self.core = SchedulerCore(self.cluster, self.policy, record_attempts=False,
+                                  estimates="online")
+        self.stats.started_wall = time.time()
+        self._recover()
+        for target, name in ((self._prepare_loop, "utilon-prepare"),
+                             (self._loop, "utilon-engine")):
+            t = threading.Thread(target=self._guarded(target), name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
+        self._running.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Checkpoint and stop: running tasks are stopped and their jobs re-queued."""
+        self._stop.set()
+        self.inbox.put(("stop", None))
+        for t in self._threads:
+            t.join(timeout)
+        self._checkpoint()
+        self.backend.close()
+        self._running.clear()
+
+    @property
+    def running(self) -> bool:
+        return self._running.is_set() and not self._stop.is_set() and not self.error
+
+    def now(self) -> float:
+        """Service time: seconds since the store's epoch."""
+        return self.backend.now() + self.offset
+
+    def _guarded(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except Exception as e:  # the engine must say why it stopped, not die silently
+                log.exception("service engine stopped")
+                self.error = f"{type(e).__name__}: {e}"
+        return run
+
+    # -- submissions (API threads) ------------------------------------------------------
+    def build(self, payload: dict[str, Any], tenant: str, submit: float) -> _Built:
+        """The job a payload describes, built on the service's cluster; a bad payload is a
+        ``SubmissionError`` naming the field."""
+        from pydantic import ValidationError
+
+        data = dict(payload)
+        data["submit"] = submit
+        data["tenant"] = tenant
+        try:
+            js = JobSpec.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"] if not str(x).startswith("function"))
+            raise SubmissionError(first["msg"], where=loc or "(job)",
+                                  fix="see docs/scenario.md#jobs") from None
+        js = js.model_copy(update={"weight": js.weight * self.weights(tenant)})
+        # drawn from the job's id, so that a restart rebuilds the very same job
+        index = zlib.crc32(js.id.encode("utf-8"))
+        seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
+        b = _Builder(self.spec, self._builder_cluster, seed, "", self.state_dir)
+        try:
+            job = b.job(js, "job", index)
+        except UtilonError as e:
+            raise SubmissionError(e.message, where=e.where, fix=e.fix) from None
+        try:
+            check_workload(self.cluster, [job], self.policy)
+            check_resources(self.cluster, [job], self.backend.name)
+        except (Unrunnable, UtilonError) as e:
+            raise SubmissionError(e.message, where="stages", fix=e.fix) from None
+        return _Built(job, b.plans.get(js.id), b.standalone[js.id])
+
+    def submit(self, who: Principal, payload: dict[str, Any]) -> JobRecord:
+        """Accept a job: built, checked, durable in the store, then queued for the core."""
+        if not self.running:
+            raise SubmissionError("the service is not running" + (
+                f" ({self.error})" if self.error else ""), status=503)
+        data = dict(payload)
+        admission = data.pop("admission", self.admission)
+        if admission not in ADMISSION:
+            raise SubmissionError(f"unknown admission {admission!r}", where="admission",
+                                  fix="reject or accept")
+        if "submit" in data:
+            raise SubmissionError("submit is set by the service (the time it accepts the job)",
+                                  where="submit", fix="leave submit out")
+        tenant = str(data.get("tenant") or who.name)
+        if not who.may_see(tenant):
+            raise SubmissionError(f"tenant {who.name!r} cannot submit for {tenant!r}",
+                                  status=403, where="tenant", fix="leave tenant out")
+        job_id = str(data.get("id") or f"{tenant}-{secrets.token_hex(5)}")
+        if not _JOB_ID.match(job_id):  # it names the job's directory: no paths, no oddities
+            raise SubmissionError(f"bad job id {job_id[:80]!r}", where="id",
+                                  fix="letters, digits, '_', '.', '-', at most 128, starting "
+                                      "with a letter or digit (or leave id out)")
+        data["id"] = job_id
+        if self.store.get(job_id) is not None:
+            raise SubmissionError(f"a job with id {job_id!r} exists", status=409, where="id",
+                                  fix="give another id, or leave id out")
+        now = self.now()
+        built = self.build(data, tenant, now)
+        goal = built.job.utility.goal
+        if admission == "reject" and goal is not None and now + built.standalone > goal:
+            raise SubmissionError(
+                f"the deadline cannot be met: the job needs {built.standalone:.1f} s alone on "
+                f"the whole cluster and has {goal - now:.1f} s", where="utility",
+                fix="give a later deadline, or submit with admission: accept")
+        spec = {k: v for k, v in data.items()}
+        spec["submit"] = now
+        spec["tenant"] = tenant
+        if not self.store.add_job(job_id, tenant, spec, now, goal):
+            raise SubmissionError(f"a job with id {job_id!r} exists", status=409, where="id",
+                                  fix="give another id, or leave id out")
+        self.inbox.put(("job", (job_id, built)))
+        rec = self.store.get(job_id)
+        assert rec is not None
+        return rec
+
+    def cancel(self, who: Principal, job_id: str) -> JobRecord:
+        rec = self.store.get(job_id)
+        if rec is None or not who.may_see(rec.tenant):
+            raise SubmissionError(f"no job {job_id!r}", status=404, where="id")
+        if rec.state in ("queued", "running"):
+            self.store.request_cancel(job_id, self.now())
+            self.inbox.put(("cancel", job_id))
+        out = self.store.get(job_id)
+        assert out is not None
+        return out
+
+    # -- the loop -----------------------------------------------------------------------
+    def _recover(self) -> None:
+        now = self.now()
+        self.stats.lost_attempts = self.store.close_open_attempts(now, "lost")
+        for rec in self.store.open_jobs():
+            if rec.cancel_requested:
+                with self.store.tx() as c:
+                    self.store.transition(c, rec.id, "cancelled", now,
+                                          detail="cancel requested before a restart")
+                continue
+            if rec.state == "running":
+                with self.store.tx() as c:
+                    self.store.transition(c, rec.id, "queued", now,
+                                          detail="re-queued: the service restarted while it "
+                                                 "ran")
+            try:
+                built = self.build({k: v for k, v in rec.spec.items()
+                                    if k not in ("submit", "tenant")}, rec.tenant,
+                                   float(rec.spec["submit"]))
+            except UtilonError as e:
+                with self.store.tx() as c:
+                    self.store.transition(c, rec.id, "failed", now,
+                                          detail=f"cannot be rebuilt: {e.one_line()}",
+                                          reason=e.one_line())
+                continue
+            self.stats.recovered += 1
+            self.inbox.put(("job", (rec.id, built)))
+
+    def _prepare_loop(self) -> None:
+        """Generate each job's input before the core hears of it (off the loop's thread)."""
+        while not self._stop.is_set():
+            kind, item = self.inbox.get()
+            if kind == "stop":
+                self.ready.put(("stop", None))
+                return
+            if kind == "job":
+                job_id, built = item
+                try:
+                    with self.lock:
+                        assert self.catalog is not None
+                        self.catalog.add(built.job, built.plan)
+                    self.catalog.prepare_job(built.job)
+                except Exception as e:
+                    with self.store.tx() as c:
+                        self.store.transition(c, job_id, "failed", self.now(),
+                                              detail=f"input preparation failed: {e}",
+                                              reason=f"input preparation failed: {e}")
+                    continue
+            self.ready.put((kind, item))
+
+    def _loop(self) -> None:
+        core = self.core
+        assert core is not None
+        backend = self.backend
+        tick = self.policy.tick
+        next_tick = math.inf
+        pending_cancel: set[str] = set()
+        while not self._stop.is_set():
+            now = self.now()
+            batch = backend.wait_until(min(next_tick, now + self.max_wait) - self.offset)
+            now = self.now()
+            # the simulator's phase order: task events, then capacity, then arrivals
+            stimuli: list[Stimulus] = [s for s in batch
+                                       if isinstance(s, TaskFinished | TaskFailed)]
+            stimuli += [s for s in batch if isinstance(s, CapacityChanged | MachineAdded)]
+            cancelled_now: list[str] = []
+            while True:
+                try:
+                    kind, item = self.ready.get_nowait()
+                except queue.Empty:
+                    break
+                if kind == "job":
+                    job_id, built = item
+                    rec = self.store.get(job_id)
+                    if rec is None or rec.state not in ("queued", "running"):
+                        continue
+                    if rec.cancel_requested or job_id in pending_cancel:
+                        cancelled_now.append(job_id)
+                        continue
+                    stimuli.append(JobSubmitted(built.job))
+                elif kind == "cancel":
+                    if item in core.active:
+                        stimuli.append(JobCancelled(item))
+                    else:  # not handed to the core yet: it never starts
+                        pending_cancel.add(item)
+                        if item not in core.jobs:
+                            cancelled_now.append(item)
+            if tick is not None:
+                if next_tick == math.inf and (core.active or stimuli):
+                    next_tick = now + tick
+                if next_tick <= now:
+                    stimuli.append(Tick())
+                    next_tick = now + tick if (core.active or stimuli) else math.inf
+            if cancelled_now:
+                with self.store.tx() as c:
+                    for jid in cancelled_now:
+                        self.store.transition(c, jid, "cancelled", now, detail="cancelled")
+            if not stimuli:
+                continue
+            with self.lock:
+                before = set(core.active)
+                decisions = core.stats.decisions
+                cmds = core.handle(now, stimuli)
+                backend.apply(cmds)
+                if core.stats.decisions > decisions:
+                    self.stats.decide_ms.extend(
+                        1000.0 * x for x in core.stats.decide_seconds[decisions:])
+                self.stats.batches += 1
+                self._record(now, stimuli, cmds, before)
+
+    def _record(self, now: float, stimuli: list[Stimulus], cmds: list[Any],
+                before: set[str]) -> None:
+        core = self.core
+        assert core is not None and self.catalog is not None
+        store = self.store
+        over = (before | {s.job.id for s in stimuli if type(s) is JobSubmitted}) - set(
+            core.active)
+        with store.tx() as c:
+            for s in stimuli:
+                if type(s) is TaskFinished:
+                    ref = s.task
+                    store.close_attempt(c, ref.job, ref.stage, ref.index, now, "done")
+                elif type(s) is TaskFailed:
+                    ref = s.task
+                    store.close_attempt(c, ref.job, ref.stage, ref.index, now,
+                                        f"failed: {s.reason}"[:32])
+            for cmd in cmds:
+                ref = cmd.task
+                if type(cmd) is Launch:
+                    store.open_attempt(c, ref.job, ref.stage, ref.index, cmd.machine, now)
+                    if ref.job not in self._started_jobs:
+                        self._started_jobs.add(ref.job)
+                        store.transition(c, ref.job, "running", now, started=now)
+                elif type(cmd) is Preempt:
+                    store.close_attempt(c, ref.job, ref.stage, ref.index, now, "killed")
+            for jid in sorted(over):
+                rt = core.jobs[jid]
+                if rt.state is JobState.DONE:
+                    row = job_row(rt.job, rt.start, rt.finish, rt.cost, now)
+                    verification = self._verify(jid)
+                    result = {"row": row, "verification": verification,
+                              "outputs": str(self.catalog.job_dir(jid))}
+                    store.transition(c, jid, "finished", now, finished=rt.finish,
+                                     result=json.dumps(result),
+                                     detail="met" if not row["missed"] else "missed")
+                elif rt.state is JobState.CANCELLED:
+                    store.transition(c, jid, "cancelled", now, detail="cancelled")
+
+    def _verify(self, job_id: str) -> dict[str, Any]:
+        assert self.catalog is not None
+        plan = self.catalog.plans.get(job_id)
+        if plan is None or plan.verify is None:
+            return {"ok": None, "detail": "this job kind has no verifier"}
+        try:
+            v = plan.verify(self.catalog.job_dir(job_id))
+            return {"ok": v.ok, "detail": v.detail}
+        except Exception as e:  # a verifier crash is a failed verification
+            return {"ok": False, "detail": f"verifier raised {type(e).__name__}: {e}"}
+
+    def _checkpoint(self) -> None:
+        """After the loop stopped: what ran goes back to the queue, in the store."""
+        try:
+            now = self.now()
+        except Exception:
+            now = time.time() - self.store.epoch
+        try:
+            with self.store.tx() as c:
+                for rec in self.store.open_jobs():
+                    if rec.state == "running":
+                        self.store.transition(c, rec.id, "queued", now,
+                                              detail="re-queued: the service stopped")
+                c.execute(attempts.update().where(attempts.c.end.is_(None))
+                          .where(attempts.c.incarnation == self.store.incarnation)
+                          .values(end=now, outcome="stopped"))
+        except Exception:  # the store may be gone already; recovery closes them as lost
+            log.exception("checkpoint on stop failed")
+
+    # -- views (API threads) ------------------------------------------------------------
+    def live_view(self, job_id: str) -> dict[str, Any] | None:
+        """What the core knows of a job now: tasks, estimated completion, utility."""
+        core = self.core
+        if core is None:
+            return None
+        with self.lock:
+            rt = core.jobs.get(job_id)
+            if rt is None:
+                return None
+            now = self.now()
+            total = sum(st.total for st in rt.stages)
+            done = sum(st.done for st in rt.stages)
+            running = len(rt.running)
+            remaining = sum(st.expected * (st.total - st.done) for st in rt.stages)
+            # at the parallelism it has now (one task if none runs): a rough, honest guess
+            est = rt.finish if rt.finish is not None else now + remaining / max(running, 1)
+            u = rt.job.utility
+            goal = u.goal
+            t = rt.finish if rt.finish is not None else now
+            stages = [{"name": st.stage.name, "tasks": st.total, "done": st.done,
+                       "running": st.running} for st in rt.stages]
+        status = deadline_status(goal, rt.finish, now, est)
+        return {"tasks": total, "tasks_done": done, "tasks_running": running,
+                "estimated_completion": est, "utility_now": u.value(t), "goal": goal,
+                "deadline_status": status, "stages": stages}
+
+    def cluster_view(self, who: Principal) -> dict[str, Any]:
+        core = self.core
+        machines: list[dict[str, Any]] = []
+        per_job: dict[str, float] = {}
+        per_tenant: dict[str, float] = {}
+        if core is not None:
+            with self.lock:
+                slot = core.slot_resource
+                si = core.names.index(slot)
+                for m in core.machines:
+                    used = m.used
+                    machines.append({"id": m.id, "up": m.state.name == "UP",
+                                     "capacity": dict(zip(core.names, m.cap, strict=True)),
+                                     "used": {n: round(u, 6) for n, u in
+                                              zip(core.names, used, strict=True)},
+                                     "tasks": m.ntasks})
+                for jid, rt in core.active.items():
+                    held = sum(rt.stages[r[1]].vectors[r[2]][si] for r in rt.running)
+                    if held <= 0:
+                        continue
+                    tenant = rt.job.tenant
+                    per_tenant[tenant] = per_tenant.get(tenant, 0.0) + held
+                    if who.may_see(tenant):
+                        per_job[jid] = held
+        else:
+            slot = self.cluster.slot_resource
+        if not who.admin:
+            per_tenant = {t: v for t, v in per_tenant.items() if t == who.name}
+        return {"slot_resource": slot, "machines": machines,
+                "allocation": {"jobs": per_job, "tenants": per_tenant}}
+
+    def policy_view(self) -> dict[str, Any]:
+        ms = sorted(self.stats.decide_ms)
+        return {"name": self.policy.name, "params": {k: _plain(v) for k, v in
+                                                      self.policy.params().items()},
+                "decisions": self.core.stats.decisions if self.core else 0,
+                "decide_ms_p50": _pct(ms, 50), "decide_ms_p95": _pct(ms, 95),
+                "decide_ms_max": ms[-1] if ms else None, "window": len(ms)}
+
+
+def deadline_status(goal: float | None, finish: float | None, now: float,
+                    estimate: float | None) -> str:
+    """``none`` (no goal), ``met``/``missed`` once finished, else ``late`` (past the goal),
+    ``at-risk`` (the estimated completion is past it) or ``on-track``."""
+    if goal is None:
+        return "none"
+    if finish is not None:
+        return "met" if finish <= goal + 1e-9 else "missed"
+    if now > goal:
+        return "late"
+    if estimate is None or estimate > goal:
+        return "at-risk"
+    return "on-track"
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    return float(np.percentile(xs, q)) if xs else None
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, int | float | str | bool) or v is None:
+        return v
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return str(v)

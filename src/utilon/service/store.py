@@ -1,0 +1,272 @@
+"""The service's durable state: jobs, every state change, every task attempt.
+
+One SQLAlchemy Core schema over SQLite by default (one file, WAL, ``synchronous=FULL`` so that
+a committed submission survives a crash of the process or of the machine) or any URL
+SQLAlchemy serves (``postgresql://...`` with a driver installed).  Every write is one
+transaction; the API commits a submission before it answers 201.
+
+Tables:
+
+* ``meta``: the service epoch (wall-clock second that is time 0 of the service's clock) and the
+  incarnation counter (one per start of ``utilon serve`` on this store);
+* ``jobs``: one row per accepted job -- its tenant, the submitted spec (JSON, with ``submit``
+  on the service clock), its state (``queued``, ``running``, ``finished``, ``cancelled``,
+  ``failed``), when it was submitted, started and finished, and once finished its result (the
+  ``jobs.csv`` row and the output verification);
+* ``events``: every state change of a job (and a cancel request), in order;
+* ``attempts``: every task attempt, opened at launch and closed with its outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from utilon.errors import UtilonError
+
+STATES = ("queued", "running", "finished", "cancelled", "failed")
+OPEN_STATES = ("queued", "running")
+
+_md = sa.MetaData()
+meta = sa.Table("meta", _md, sa.Column("key", sa.String(64), primary_key=True),
+                sa.Column("value", sa.Text, nullable=False))
+jobs = sa.Table(
+    "jobs", _md,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(200), nullable=False, unique=True),
+    sa.Column("tenant", sa.String(100), nullable=False, index=True),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False, index=True),
+    sa.Column("submitted", sa.Float, nullable=False),
+    sa.Column("goal", sa.Float),
+    sa.Column("started", sa.Float),
+    sa.Column("finished", sa.Float),
+    sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
+    sa.Column("reason", sa.Text, nullable=False, default=""),
+    sa.Column("result", sa.Text),
+)
+events = sa.Table(
+    "events", _md,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job", sa.String(200), nullable=False, index=True),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("detail", sa.Text, nullable=False, default=""),
+    sa.Column("incarnation", sa.Integer, nullable=False),
+)
+attempts = sa.Table(
+    "attempts", _md,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job", sa.String(200), nullable=False, index=True),
+    sa.Column("stage", sa.Integer, nullable=False),
+    sa.Column("task", sa.Integer, nullable=False),
+    sa.Column("machine", sa.String(200), nullable=False),
+    sa.Column("start", sa.Float, nullable=False),
+    sa.Column("end", sa.Float),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("incarnation", sa.Integer, nullable=False),
+)
+
+
+class StoreError(UtilonError):
+    """The store cannot be opened or written."""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    seq: int
+    id: str
+    tenant: str
+    spec: dict[str, Any]
+    state: str
+    submitted: float
+    goal: float | None
+    started: float | None
+    finished: float | None
+    cancel_requested: bool
+    reason: str
+    result: dict[str, Any] | None
+
+
+def _record(row: Any) -> JobRecord:
+    return JobRecord(row.seq, row.id, row.tenant, json.loads(row.spec), row.state, row.submitted,
+                     row.goal, row.started, row.finished, bool(row.cancel_requested),
+                     row.reason or "", json.loads(row.result) if row.result else None)
+
+
+def url_for(db: str) -> str:
+    """A ``--db`` value as a SQLAlchemy URL: a URL as it is, a path as a SQLite file."""
+    return db if "://" in db else f"sqlite:///{db}"
+
+
+class Store:
+    def __init__(self, db: str) -> None:
+        self.url = url_for(db)
+        self.sqlite = self.url.startswith("sqlite")
+        try:
+            kw: dict[str, Any] = {}
+            if self.sqlite:
+                kw["connect_args"] = {"check_same_thread": False, "timeout": 30.0}
+            self.engine: Engine = sa.create_engine(self.url, future=True, **kw)
+            if self.sqlite:
+                sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+            _md.create_all(self.engine)
+        except Exception as e:  # a bad URL, a missing driver, an unwritable file
+            raise StoreError(f"cannot open the store: {type(e).__name__}: {e}", where=db,
+                             fix="give a writable file path or a database URL") from None
+        self.incarnation = 0
+        self.epoch = 0.0
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    # -- the service's clock and incarnations --------------------------------------------
+    def begin_incarnation(self, now: float | None = None) -> tuple[float, int]:
+        """Start one run of the service on this store: returns (epoch, incarnation)."""
+        wall = time.time() if now is None else now
+        with self.tx() as c:
+            rows = dict(c.execute(sa.select(meta.c.key, meta.c.value)).all())
+            epoch = float(rows.get("epoch", wall))
+            inc = int(rows.get("incarnation", 0)) + 1
+            if "epoch" not in rows:
+                c.execute(meta.insert().values(key="epoch", value=repr(epoch)))
+            if "incarnation" in rows:
+                c.execute(meta.update().where(meta.c.key == "incarnation")
+                          .values(value=str(inc)))
+            else:
+                c.execute(meta.insert().values(key="incarnation", value=str(inc)))
+        self.epoch, self.incarnation = epoch, inc
+        return epoch, inc
+
+    def clock(self) -> tuple[float, int]:
+        """The epoch and the last incarnation, as stored (0, 0 for a new store)."""
+        with self.engine.connect() as c:
+            rows = {str(k): str(v) for k, v in c.execute(sa.select(meta.c.key, meta.c.value))}
+        return float(rows.get("epoch", 0.0)), int(rows.get("incarnation", 0))
+
+    # -- jobs ---------------------------------------------------------------------------
+    def add_job(self, job_id: str, tenant: str, spec: dict[str, Any], submitted: float,
+                goal: float | None) -> bool:
+        """Insert an accepted job (durable when this returns); False if the id is taken."""
+        with self.tx() as c:
+            taken = c.execute(sa.select(jobs.c.seq).where(jobs.c.id == job_id)).first()
+            if taken is not None:
+                return False
+            c.execute(jobs.insert().values(id=job_id, tenant=tenant, spec=json.dumps(spec),
+                                           state="queued", submitted=submitted, goal=goal,
+                                           cancel_requested=False, reason=""))
+            c.execute(events.insert().values(job=job_id, at=submitted, kind="submitted",
+                                             detail="", incarnation=self.incarnation))
+        return True
+
+    def get(self, job_id: str) -> JobRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+        return None if row is None else _record(row)
+
+    def page(self, *, tenant: str | None = None, states: Sequence[str] = (),
+             limit: int = 100, offset: int = 0, newest_first: bool = True
+             ) -> tuple[list[JobRecord], int]:
+        """A page of jobs (and how many match in all)."""
+        q = sa.select(jobs)
+        n = sa.select(sa.func.count()).select_from(jobs)
+        if tenant is not None:
+            q, n = q.where(jobs.c.tenant == tenant), n.where(jobs.c.tenant == tenant)
+        if states:
+            q, n = q.where(jobs.c.state.in_(states)), n.where(jobs.c.state.in_(states))
+        q = q.order_by(jobs.c.seq.desc() if newest_first else jobs.c.seq).limit(limit)
+        q = q.offset(offset)
+        with self.engine.connect() as c:
+            rows = c.execute(q).all()
+            total = int(c.execute(n).scalar_one())
+        return [_record(r) for r in rows], total
+
+    def counts(self, tenant: str | None = None) -> dict[str, int]:
+        q = sa.select(jobs.c.state, sa.func.count()).group_by(jobs.c.state)
+        if tenant is not None:
+            q = q.where(jobs.c.tenant == tenant)
+        with self.engine.connect() as c:
+            got: dict[str, int] = {str(k): int(v) for k, v in c.execute(q).all()}
+        return {s: int(got.get(s, 0)) for s in STATES}
+
+    def open_jobs(self) -> list[JobRecord]:
+        """Jobs accepted and not over, in submission order (what a restart re-queues)."""
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(jobs).where(jobs.c.state.in_(OPEN_STATES))
+                             .order_by(jobs.c.seq)).all()
+        return [_record(r) for r in rows]
+
+    def request_cancel(self, job_id: str, at: float) -> None:
+        with self.tx() as c:
+            c.execute(jobs.update().where(jobs.c.id == job_id)
+                      .values(cancel_requested=True))
+            c.execute(events.insert().values(job=job_id, at=at, kind="cancel-requested",
+                                             detail="", incarnation=self.incarnation))
+
+    def transition(self, c: Connection, job_id: str, state: str, at: float, *,
+                   detail: str = "", **values: Any) -> bool:
+        """Move an open job to ``state`` (inside the caller's transaction); False when it
+        was already over, so that nothing completes twice."""
+        res = c.execute(jobs.update().where(jobs.c.id == job_id)
+                        .where(jobs.c.state.in_(OPEN_STATES))
+                        .values(state=state, **values))
+        if res.rowcount != 1:
+            return False
+        c.execute(events.insert().values(job=job_id, at=at, kind=state, detail=detail,
+                                         incarnation=self.incarnation))
+        return True
+
+    def events_of(self, job_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(events).where(events.c.job == job_id)
+                             .order_by(events.c.seq)).all()
+        return [{"at": r.at, "kind": r.kind, "detail": r.detail, "incarnation": r.incarnation}
+                for r in rows]
+
+    # -- attempts -----------------------------------------------------------------------
+    def open_attempt(self, c: Connection, job: str, stage: int, task: int, machine: str,
+                     start: float) -> None:
+        c.execute(attempts.insert().values(job=job, stage=stage, task=task, machine=machine,
+                                           start=start, incarnation=self.incarnation))
+
+    def close_attempt(self, c: Connection, job: str, stage: int, task: int, end: float,
+                      outcome: str) -> None:
+        c.execute(attempts.update().where(attempts.c.job == job)
+                  .where(attempts.c.stage == stage).where(attempts.c.task == task)
+                  .where(attempts.c.end.is_(None)).values(end=end, outcome=outcome))
+
+    def close_open_attempts(self, at: float, outcome: str) -> int:
+        """Attempts a crash left open (their incarnation is gone): closed as ``outcome``."""
+        with self.tx() as c:
+            res = c.execute(attempts.update().where(attempts.c.end.is_(None))
+                            .where(attempts.c.incarnation < self.incarnation)
+                            .values(end=at, outcome=outcome))
+        return int(res.rowcount)
+
+    def attempts_of(self, job_id: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(attempts).where(attempts.c.job == job_id)
+                             .order_by(attempts.c.seq)).all()
+        return [{"stage": r.stage, "task": r.task, "machine": r.machine, "start": r.start,
+                 "end": r.end, "outcome": r.outcome, "incarnation": r.incarnation}
+                for r in rows]
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
