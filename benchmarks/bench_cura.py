@@ -32,7 +32,7 @@ from utilon.cloud.packing import equal_pools
 from utilon.cloud.profile import ProfileStore, swim_profiles
 from utilon.cloud.sim import CloudSim
 from utilon.cloud.workload import DeadlineDist, generate
-from utilon.policies.cura import make_cloud_policy
+from utilon.policies import make_cloud_policy
 from utilon.repro.cura import SWIM
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,6 +15,7 @@ import pytest
 from utilon.cloud.live import LiveCloud, SleepExecutor
 from utilon.cloud.model import CloudJob, CloudSpec, Resize, Start, VMType
 from utilon.cloud.packing import servers_for
+from utilon.cloud.policy import CloudPolicy
 from utilon.cloud.profile import (
     ModelProfile,
     ProfileStore,
@@ -25,13 +26,13 @@ from utilon.cloud.provider import InMemoryProvider, ManualClock
 from utilon.cloud.sim import CloudResult, CloudSim
 from utilon.cloud.workload import appendix_b_jobs
 from utilon.errors import InvalidDecision
-from utilon.policies.cura.base import CloudPolicy, make_cloud_policy
+from utilon.policies import make_cloud_policy
 from utilon.policies.cura.baselines import PerJobOpt
 
 try:   # the other Cura services, when they exist
     import utilon.policies.cura as _cura_pkg  # noqa: F401
-    from utilon.policies.cura.base import cloud_policy_names
-    EXTRA = [n for n in ("vm-aware", "cura") if n in cloud_policy_names()]
+    from utilon.policies import policy_names
+    EXTRA = [n for n in ("vm-aware", "cura") if n in policy_names("cloud")]
 except ImportError:  # pragma: no cover - depends on what is installed
     EXTRA = []
 

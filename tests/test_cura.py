@@ -27,7 +27,7 @@ from utilon.cloud.profile import (
 from utilon.cloud.sim import CloudSim
 from utilon.cloud.workload import DeadlineDist, generate
 from utilon.errors import ModelError, ParameterError, UnknownNameError
-from utilon.policies.cura import make_cloud_policy
+from utilon.policies import make_cloud_policy
 from utilon.policies.cura.book import Book, Slot
 from utilon.policies.cura.reconfig import capacity_plan, plan, usable
 from utilon.repro import cura as R

@@ -1,4 +1,4 @@
-"""Cura's cloud world live: the same :class:`~utilon.policies.cura.base.CloudPolicy` object the
+"""Cura's cloud world live: the same :class:`~utilon.cloud.policy.CloudPolicy` object the
 simulator runs, driven in real (scaled) time against a VM :class:`~utilon.cloud.provider.Provider`
 and a job :class:`Executor`.
 

@@ -34,7 +34,7 @@ from utilon.cloud.profile import (
 from utilon.cloud.sim import CloudSim
 from utilon.cloud.workload import DeadlineDist, appendix_b_jobs, generate
 from utilon.parallel import Fanout
-from utilon.policies.cura import make_cloud_policy
+from utilon.policies import make_cloud_policy
 from utilon.policies.cura.reconfig import plan
 
 SWIM = Path(__file__).resolve().parents[3].parent / "shared/data/swim_facebook/" \

@@ -27,8 +27,9 @@ import numpy as np
 
 from utilon.cloud.model import CloudJob, Command, Drop, Finished, PoolView, Start
 from utilon.cloud.packing import servers_for, take_room
+from utilon.cloud.policy import CloudPolicy
 from utilon.cloud.profile import ProfileStore
-from utilon.policies.cura.base import CloudPolicy, register
+from utilon.policies.base import register
 
 
 class _Queueing(CloudPolicy):

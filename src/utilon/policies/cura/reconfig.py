@@ -41,7 +41,7 @@ from typing import Any
 from utilon.cloud.model import CloudJob, CloudSpec, Command, Finished, PoolView, Resize
 from utilon.cloud.packing import fill
 from utilon.cloud.profile import ProfileStore
-from utilon.policies.cura.base import register
+from utilon.policies.base import register
 from utilon.policies.cura.vmaware import VMAware
 
 

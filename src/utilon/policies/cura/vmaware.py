@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 
 from utilon.cloud.model import CloudJob, Command, Drop, Finished, PoolView, Start
+from utilon.cloud.policy import CloudPolicy
 from utilon.cloud.profile import ProfileStore
-from utilon.policies.cura.base import CloudPolicy, register
+from utilon.policies.base import register
 from utilon.policies.cura.book import EPS, Book, Slot
 
 _CHUNK = 1024
