@@ -19,6 +19,11 @@ Timed (``time.perf_counter``, wall clock, the median over ``--repeats`` runs for
 utility, status, proven bound, branch-and-bound nodes, and greedy's gap to the best proven
 optimum -- or, when no exact solver proved one within ``--time-limit``, to the best bound
 (printed as ``<= x% (bound)``).
+
+Issue 24's targets are printed after the table, each with the measured numbers: optimality
+proven by an exact solver at 100 jobs of each variant within 20 s, and the online solve of
+the policy's default solver (``Alsched().solver``) under 100 ms at 500 pending jobs (the
+``solve`` call the policy makes in ``decide``, timed the same way).
 """
 
 from __future__ import annotations
@@ -139,6 +144,38 @@ def table(results: list[dict[str, Any]], time_limit: float) -> str:
     return "\n".join(lines)
 
 
+PROVE_JOBS, PROVE_S, ONLINE_JOBS, ONLINE_MS = 100, 20.0, 500, 100.0
+
+
+def targets(results: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """Issue 24's targets against the measured rows (only those the run measured)."""
+    from utilon.policies.alsched.policy import Alsched
+
+    online = Alsched().solver
+    lines, out = ["", "targets (issue 24):"], []
+    for res in results:
+        v, n = res["variant"], res["jobs"]
+        if n == PROVE_JOBS:
+            proven = [r for r in res["rows"] if r["status"] == "optimal" and r["solver"] != "greedy"
+                      and r["median_ms"] <= PROVE_S * 1e3]
+            best = min(proven, key=lambda r: r["median_ms"]) if proven else None
+            what = (f"{best['solver']} in {best['median_ms']:.0f} ms" if best
+                    else "no exact solver proved it")
+            out.append({"target": f"optimum proven at {n} {v} jobs within {PROVE_S:g} s",
+                        "met": best is not None, "measured": what})
+        row = next((r for r in res["rows"] if r["solver"] == online), None)
+        if n == ONLINE_JOBS and row is not None:
+            out.append({"target": f"online solve ({online}) at {n} pending {v} jobs "
+                                  f"under {ONLINE_MS:g} ms",
+                        "met": row["median_ms"] < ONLINE_MS,
+                        "measured": f"{row['median_ms']:.1f} ms"})
+    for t in out:
+        lines.append(f"- {t['target']}: {'met' if t['met'] else 'NOT met'} ({t['measured']})")
+    if not out:
+        lines.append(f"- (run sizes {PROVE_JOBS} and {ONLINE_JOBS} to check them)")
+    return "\n".join(lines), out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10,50,100,200,500", help="comma-separated job counts")
@@ -163,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown variant {v!r}; valid: {', '.join(VARIANTS)}")
     results = [bench(v, n, solvers, args) for v in variants for n in sizes]
     print(table(results, args.time_limit))
+    text, met = targets(results)
+    print(text)
     if not args.no_write:
         OUT.write_text(json.dumps({
             "benchmark": "bench_alsched.py", "seed": args.seed, "time_limit_s": args.time_limit,
             "cluster": {"large": [N_BIG, BIG], "small": [N_SMALL, SMALL]},
-            "results": results,
+            "results": results, "targets": met,
             "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                         "cpus": os.cpu_count(), "numpy": np.__version__,
                         "loadavg": [round(x, 2) for x in os.getloadavg()]},

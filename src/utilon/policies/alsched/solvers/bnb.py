@@ -32,13 +32,25 @@ cache of failed demands (valid while the path prefix it failed under is unchange
 repeats: adding demands never makes an infeasible set feasible.
 
 **Search.**  Jobs by ``weight * upper`` descending; depth-first over each job's candidates in
-descending utility (ties: fewer units), so the first dive is greedy-like.  A node's bound is
-its value plus a fractional-knapsack bound of the remaining jobs: job ``j`` with ``x_j``
-units is worth at most ``weight_j * min(upper_j, ratio_j * x_j)`` (``ratio_j`` its best
-utility per unit over its candidates) and ``sum x_j`` is at most the free units the path has
-not claimed; that never exceeds the plain sum of the remaining uppers.  Exactness: the best
-allocation meets, per job, the candidate its utility comes from; that set is feasible and
-the search only prunes subtrees whose bound cannot beat the incumbent.
+descending utility (ties: fewer units).  The first incumbent is greedy's allocation (as an
+option per job: the best one its units meet), improved by greedy on up to ``RESTARTS``
+slightly perturbed job orders (seeded) until it meets the root bound.  A node's bound is the
+smaller of two, both valid for any placement of the path's options:
+
+* *cores*: its value plus a fractional-knapsack bound of the remaining jobs: job ``j`` with
+  ``x_j`` units is worth at most ``weight_j * min(upper_j, ratio_j * x_j)`` (``ratio_j`` its
+  best utility per unit over its candidates) and ``sum x_j`` is at most the free units the
+  path has not claimed;
+* *machines* (``relax.py``): the LP relaxation over the options, with each option's units
+  flowing only to its classes' machines, is solved once at the root; at its machine prices
+  every option has a reduced profit (utility minus what its demands pay at the cheapest
+  price of each set) and a subtree is worth at most the path's reduced profits plus the
+  prices times the capacity plus the best reduced profits of the remaining jobs (weak
+  duality).  This is the bound that knows a job wanting a 32-core machine cannot use the
+  8-core ones.
+
+Exactness: the best allocation meets, per job, the candidate its utility comes from; that set
+is feasible and the search only prunes subtrees whose bound cannot beat the incumbent.
 
 ``time_limit`` / ``node_limit`` stop the search with status ``time_limit``: the incumbent
 and, as ``bound``, the largest bound of the subtrees not yet explored.  The chosen candidates
@@ -72,7 +84,14 @@ from utilon.policies.alsched.lang.ast import (
     Sum,
     num_value,
 )
+from utilon.policies.alsched.solvers.greedy import job_order, solve_greedy
 from utilon.policies.alsched.solvers.problem import Problem, Request, Solution, make_solution
+from utilon.policies.alsched.solvers.relax import (
+    JobOptions,
+    lp_prices,
+    option_cost,
+    relaxed_demands,
+)
 from utilon.policies.alsched.solvers.trim import trim
 
 CAP = 5000
@@ -80,6 +99,12 @@ CAP = 5000
 RAW_CAP = 50_000
 """Most combinations a ``sum`` / ``min`` may form before pruning."""
 EPS = 1e-9
+RESTARTS = 256
+"""Most perturbed greedy runs tried for the first incumbent (``_incumbent``)."""
+RESTART_SHARE = 0.25
+"""Share of the time limit they may take."""
+NOISE = (0.01, 0.02, 0.05, 0.1)
+"""Standard deviations of the perturbations of greedy's order, as shares of its length."""
 
 Req = tuple[tuple[str, int], ...]
 Cand = tuple[Req, float]
@@ -408,7 +433,20 @@ class _Frame:
     free_units: int
     free: np.ndarray
     stamp: int
+    reduced: float = 0.0  # the path's reduced profits at the LP prices (``relax.py``)
     next: int = 0
+
+
+@dataclass(frozen=True)
+class _Duals:
+    """The LP-price bound (``relax.py``): ``reduced[d][k]`` option ``k`` of depth ``d``'s
+    reduced profit, ``mu[d]`` the sum of the best ones of depths ``d..``, ``base`` the
+    prices times the capacity.  A subtree below a path is worth at most
+    ``sum of the path's reduced profits + base + mu[depth]``."""
+
+    reduced: list[list[float]]
+    mu: np.ndarray
+    base: float
 
 
 @dataclass
@@ -417,6 +455,7 @@ class _Search:
     order: list[int]
     options: list[list[Option]]
     knap: _Knapsack
+    duals: _Duals
     capacity: np.ndarray
     deadline: float
     node_limit: int | None
@@ -435,17 +474,25 @@ class _Search:
     def size(self, d: int) -> int:
         return self.problem.requests[self.order[d]].size
 
-    def option_bound(self, f: _Frame, o: Option) -> float:
-        return (f.value + self.weight(f.depth) * o.utility
-                + self.knap.bound(f.depth + 1, f.free_units - o.units * self.size(f.depth)))
+    def option_bound(self, f: _Frame, k: int) -> float:
+        """Bound of the subtree where depth ``f.depth`` takes its option ``k``: the smaller
+        of the core-count knapsack and the LP-price bounds."""
+        d, o = f.depth, self.options[f.depth][k]
+        knap = (f.value + self.weight(d) * o.utility
+                + self.knap.bound(d + 1, f.free_units - o.units * self.size(d)))
+        lp = f.reduced + self.duals.reduced[d][k] + self.duals.base + self.duals.mu[d + 1]
+        return min(knap, lp)
 
-    def run(self) -> tuple[float, bool]:
-        """Search; returns (bound, finished).  ``stack[d]`` is the frame of depth ``d``; the
-        option it is exploring is ``stack[d].next - 1``."""
+    def run(self, incumbent: float = 0.0, path: list[int] | None = None) -> tuple[float, bool]:
+        """Search from an incumbent (``path``: an option per depth worth ``incumbent``);
+        returns (bound, finished).  ``stack[d]`` is the frame of depth ``d``; the option it
+        is exploring is ``stack[d].next - 1``."""
         n = len(self.order)
         self.stamps = [0] * (n + 1)
-        stack = [self._frame(0, 0.0, int(self.capacity.sum()), self.capacity)]
-        self.incumbent, self.best_path = 0.0, [len(self.options[d]) - 1 for d in range(n)]
+        stack = [self._frame(0, 0.0, int(self.capacity.sum()), self.capacity, 0.0)]
+        self.incumbent = incumbent
+        self.best_path = list(path) if path is not None else [
+            len(self.options[d]) - 1 for d in range(n)]
         try:
             while stack:
                 f = stack[-1]
@@ -453,9 +500,10 @@ class _Search:
                     stack.pop()
                     continue
                 self._check_limits()
-                o = self.options[f.depth][f.next]
+                k = f.next
+                o = self.options[f.depth][k]
                 f.next += 1
-                if self.option_bound(f, o) <= self.incumbent + EPS:
+                if self.option_bound(f, k) <= self.incumbent + EPS:
                     continue
                 free = self._feasible(stack, o)
                 if free is None:
@@ -466,7 +514,8 @@ class _Search:
                     self.incumbent, self.best_path = value, [g.next - 1 for g in stack]
                     continue
                 stack.append(self._frame(f.depth + 1, value,
-                                         f.free_units - o.units * self.size(f.depth), free))
+                                         f.free_units - o.units * self.size(f.depth), free,
+                                         f.reduced + self.duals.reduced[f.depth][k]))
         except _Timeout:
             return self._open_bound(stack), False
         return self.incumbent, True
@@ -477,14 +526,15 @@ class _Search:
         bound = self.incumbent
         for f in stack:
             first = f.next - 1 if f is stack[-1] else f.next
-            for o in self.options[f.depth][max(first, 0):]:
-                bound = max(bound, self.option_bound(f, o))
+            for k in range(max(first, 0), len(self.options[f.depth])):
+                bound = max(bound, self.option_bound(f, k))
         return bound
 
-    def _frame(self, depth: int, value: float, free_units: int, free: np.ndarray) -> _Frame:
+    def _frame(self, depth: int, value: float, free_units: int, free: np.ndarray,
+               reduced: float) -> _Frame:
         self.counter += 1
         self.stamps[depth] = self.counter
-        return _Frame(depth, value, free_units, free, self.counter)
+        return _Frame(depth, value, free_units, free, self.counter, reduced)
 
     def _check_limits(self) -> None:
         if time.perf_counter() > self.deadline or (
@@ -554,9 +604,14 @@ def solve_bnb(problem: Problem, *, time_limit: float = 10.0,
                        dtype=float)
     knap = _Knapsack(value, units)
     capacity = np.asarray(problem.capacity, dtype=np.int64)
-    search = _Search(problem, order, opts, knap, capacity, start + time_limit, node_limit,
+    reqs = [problem.requests[i] for i in order]
+    duals = _lp_duals(reqs, opts, capacity, time_limit)
+    search = _Search(problem, order, opts, knap, duals, capacity, start + time_limit,
+                     node_limit,
                      laminar_only=all(o.demands is not None for os in opts for o in os))
-    bound, finished = search.run()
+    root = min(knap.bound(0, int(capacity.sum())), duals.base + float(duals.mu[0]))
+    incumbent, path = _incumbent(problem, reqs, opts, root, start + time_limit * RESTART_SHARE)
+    bound, finished = search.run(incumbent, path)
     chosen = [(d, opts[d][k]) for d, k in enumerate(search.best_path)]
     x = search.allocate(chosen, time_left=math.inf)
     assert x is not None  # the incumbent passed the same check
@@ -565,6 +620,68 @@ def solve_bnb(problem: Problem, *, time_limit: float = 10.0,
     return make_solution(problem, trim(problem, alloc), bound=bound,
                          status="optimal" if finished else "time_limit", solver="bnb",
                          seconds=time.perf_counter() - start, nodes=search.nodes)
+
+
+def price_bound(problem: Problem, prices: Sequence[float] | None = None) -> float:
+    """The LP-price upper bound of the whole problem (``relax.py``) at ``prices`` (one per
+    machine, >= 0) or, by default, at the LP relaxation's duals."""
+    capacity = np.asarray(problem.capacity, dtype=np.int64)
+    reqs = list(problem.requests)
+    opts = [job_options(r, problem.capacity) for r in reqs]
+    given = None if prices is None else np.clip(np.asarray(prices, dtype=float), 0.0, None)
+    duals = _lp_duals(reqs, opts, capacity, 10.0, given)
+    return duals.base + float(duals.mu[0])
+
+
+def _lp_duals(reqs: Sequence[Request], opts: Sequence[Sequence[Option]], capacity: np.ndarray,
+              time_limit: float, prices: np.ndarray | None = None) -> _Duals:
+    """Reduced profits of every option at ``prices`` (default: the LP relaxation's duals)."""
+    jobs = [JobOptions(r.weight, r.size,
+                       tuple((o.utility, relaxed_demands(o.raw, o.demands)) for o in os))
+            for r, os in zip(reqs, opts, strict=True)]
+    if prices is None:
+        prices = lp_prices(capacity, jobs, time_limit)
+    reduced = [[r.weight * u - option_cost(prices, dem, r.size) for u, dem in job.options]
+               for r, job in zip(reqs, jobs, strict=True)]
+    best = np.asarray([max(0.0, *red) for red in reduced], dtype=float)
+    mu = np.concatenate((np.cumsum(best[::-1])[::-1], [0.0]))
+    return _Duals(reduced, mu, float(prices @ capacity))
+
+
+def _incumbent(problem: Problem, reqs: Sequence[Request], opts: Sequence[Sequence[Option]],
+               root: float, until: float) -> tuple[float, list[int]]:
+    """The search's first incumbent: greedy's allocation, then greedy on up to ``RESTARTS``
+    perturbed job orders (a seeded generator: same problem, same orders) until one reaches
+    the root bound -- which proves it optimal before any branching -- or ``until``.  Ties
+    in greedy's order (jobs alike but for which machine they land on) are what leave a
+    unit of a bin-packing unfilled; shuffling them a little is cheaper than branching."""
+    best, path = _greedy_path(reqs, opts, solve_greedy(problem).alloc)
+    base = job_order(problem)
+    rng = np.random.default_rng(0)
+    n = len(base)
+    for t in range(RESTARTS):
+        if best >= root - EPS or time.perf_counter() > until or n < 2:
+            break
+        key = np.arange(n) + rng.normal(0.0, NOISE[t % len(NOISE)] * n, n)
+        order = [base[i] for i in np.argsort(key, kind="stable")]
+        value, p = _greedy_path(reqs, opts, solve_greedy(problem, order).alloc)
+        if value > best + EPS:
+            best, path = value, p
+    return best, path
+
+
+def _greedy_path(reqs: Sequence[Request], opts: Sequence[Sequence[Option]],
+                 alloc: Mapping[str, Mapping[int, int]]) -> tuple[float, list[int]]:
+    """An allocation as a search path: per job the best option its units meet (its
+    utility comes from one), and the path's value (the allocation's total)."""
+    path, value = [], 0.0
+    for r, os in zip(reqs, opts, strict=True):
+        units = alloc.get(r.job, {})
+        k = next(k for k, o in enumerate(os)
+                 if all(sum(units.get(m, 0) for m in ms) >= n for ms, n in o.raw))
+        path.append(k)
+        value += r.weight * os[k].utility
+    return value, path
 
 
 def _best_units(options: Sequence[Option]) -> float:

@@ -3,12 +3,19 @@ speed up the performance of the scheduler proper").  A heuristic, not exact; ``b
 sum of the weighted upper bounds of the jobs (an upper bound of any allocation).
 
 Jobs are served one at a time, in order of ``weight * best achievable utility per unit``
-(descending; ties keep request order), where the ratio is estimated bottom-up from the
-expression with the classes' capacities and the job's limit (``_estimate``).  Each job gets a
-good allocation of *its own* expression against the capacity the earlier jobs left:
+(descending), where the ratio is estimated bottom-up from the expression with the classes'
+capacities and the job's limit (``_estimate``).  Among equal ratios (the common case: a
+LOCAL job, a PI job and an n-body job on a large machine are all worth one per core), jobs
+that may use fewer machines go first, then those with more to lose if those machines are
+taken, then those needing more units together on one machine, then larger ones, then request
+order (``job_order``; measured on ``benchmarks/bench_alsched.py``'s mixed workload, request
+order left greedy 9-18% below the optimum).  Each job gets a good allocation of *its own*
+expression against the capacity the earlier jobs left:
 
 * ``max``: every branch is tried from the same state; the branch reaching the highest
-  utility wins (ties: fewer units, then the first branch);
+  utility wins (ties: fewer units, then the tightest fit -- the fewest free units left on the
+  machines it takes, so a LOCAL job of 6 takes a small machine, not a large one -- then the
+  first branch);
 * ``sum`` / ``min``: the operands are allocated in turn (``sum`` asks each operand only for
   what the sum still lacks, ``min`` asks each for the whole target);
 * ``barrier``: the operand is asked for just enough to reach the level; if it cannot, its
@@ -21,20 +28,23 @@ good allocation of *its own* expression against the capacity the earlier jobs le
 
 ``limit`` caps the units a job takes.  The job's allocation is trimmed (``trim``) and
 committed only if its utility is > 0: a job worth nothing stays pending with nothing (§4).
+A job whose allocation is worth less per unit than its estimated best (an n-body job that
+only gets its half-value fallback) is deferred to a second pass, after every job that reached
+its own best ratio.
 
-Speed (500 n-body requests on 88 machines in ~40 ms): expressions are compiled once into
-closures reading the job's units per machine (shared by requests with equal expressions
-and classes), ``max`` plans primitive branches without taking anything, other branches are
-undone through a log of takes, unit counts are taken in bulk (``spread``), and a request
-equal to one that got nothing is skipped while nothing was committed since (same inputs,
-same result).
+Speed (500 n-body requests on 88 machines in ~25 ms, 500 mixed in ~50 ms): expressions are
+compiled once into closures reading the job's units per machine (shared by requests with
+equal expressions and classes), ``max`` plans primitive branches without taking anything,
+other branches are undone through a log of takes, unit counts are taken in bulk
+(``spread``), and a request equal to one that got nothing (or was deferred) is skipped (or
+deferred) while nothing was committed since (same inputs, same result).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -282,7 +292,7 @@ def _alloc_max(job: _Job, node: Max, target: float, st: _State) -> None:
     Primitive branches are planned without taking anything (the common case: ``max`` over
     ``nck``s on single machines)."""
     mark = len(st.log)
-    best: tuple[float, int] | None = None
+    best: tuple[float, int, int] | None = None
     best_steps: list[Step] | NCk | LnCk = []
     plan: list[Step] | NCk | LnCk
     best_units = 0
@@ -291,13 +301,13 @@ def _alloc_max(job: _Job, node: Max, target: float, st: _State) -> None:
             continue  # cannot beat the best branch so far
         if isinstance(c, (NCk, LnCk)):
             value, n = _prim_plan(job, c, target, st)
-            key, plan = (-value, n), c
+            key, plan = (-value, n, _slack_plan(job, c.cls, n, st)), c
         else:
             budget = st.budget
             _alloc(job, c, target, st)
-            key = (-job.value(c, st.x), budget - st.budget)
+            n = budget - st.budget
+            key = (-job.value(c, st.x), n, _slack_taken(st, mark))
             plan = st.undo(mark)
-            n = key[1]
         if best is None or key < best:
             best, best_steps, best_units = key, plan, n
     if isinstance(best_steps, list):
@@ -306,37 +316,83 @@ def _alloc_max(job: _Job, node: Max, target: float, st: _State) -> None:
         _take(job, best_steps.cls, best_units, st)
 
 
-def _estimate(node: Node, cap: Mapping[str, int], limit: int) -> tuple[float, int]:
-    """A (utility, units) point the node can reach alone, at a good utility per unit."""
+def _slack_plan(job: _Job, cls: str, n: int, st: _State) -> int:
+    """Free machine units a primitive's ``n`` units of ``cls`` would leave on its class."""
+    if n <= 0:
+        return 0
+    m = job.single.get(cls)
+    left = int(st.free[m]) if m is not None else int(st.free[job.idx[cls]].sum())
+    return left - n * st.size
+
+
+def _slack_taken(st: _State, mark: int) -> int:
+    """Free machine units left on the machines the takes after ``mark`` touched."""
+    touched: set[int] = set()
+    for idx, amount, _ in st.log[mark:]:
+        if isinstance(idx, int | np.integer):
+            if int(np.asarray(amount)) > 0:
+                touched.add(int(idx))
+        else:
+            touched.update(np.asarray(idx)[np.asarray(amount) > 0].tolist())
+    return int(st.free[sorted(touched)].sum()) if touched else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """What ``_estimate`` finds a node can reach alone: ``utility`` with ``units``, placed
+    on ``machines`` (over a ``max``'s equally good branches, so a LOCAL job's "any one
+    machine" counts all of them), at least ``chunk`` of them together on one machine."""
+
+    utility: float
+    units: int
+    machines: frozenset[int]
+    chunk: int
+
+
+NOTHING = Point(0.0, 0, frozenset(), 0)
+
+
+def _estimate(node: Node, cap: Mapping[str, int], limit: int,
+              where: Mapping[str, frozenset[int]]) -> Point:
+    """A point the node can reach alone at a good utility per unit (see ``Point``)."""
     t = type(node)
     if t is NCk or t is LnCk:
         assert isinstance(node, (NCk, LnCk))
         k, u = num_value(node.k), num_value(node.u)
         if k <= 0:
-            return u, 0
+            return Point(u, 0, frozenset(), 0)
         n = math.ceil(k - TOL)
         room = min(cap[node.cls], limit)
-        if t is NCk:
-            return (u, n) if n <= room else (0.0, 0)
-        n = min(n, room)
-        return u * min(n / k, 1.0), n
+        if t is NCk and n > room:
+            return NOTHING
+        if t is LnCk:
+            n, u = min(n, room), u * min(min(n, room) / k, 1.0)
+        ms = where[node.cls]
+        return Point(u, n, ms, n if len(ms) == 1 else 1)
     if t is Scale:
         assert isinstance(node, Scale)
-        u, n = _estimate(node.arg, cap, limit)
-        return node.factor * u, n
+        p = _estimate(node.arg, cap, limit, where)
+        return Point(node.factor * p.utility, p.units, p.machines, p.chunk)
     if t is Barrier:
         assert isinstance(node, Barrier)
-        u, n = _estimate(node.arg, cap, limit)
+        p = _estimate(node.arg, cap, limit, where)
         level = num_value(node.level)
-        return (level, n) if u >= level - TOL and level > 0 else (0.0, 0)
-    points = [_estimate(c, cap, limit) for c in node.children]
+        if p.utility >= level - TOL and level > 0:
+            return Point(level, p.units, p.machines, p.chunk)
+        return NOTHING
+    points = [_estimate(c, cap, limit, where) for c in node.children]
     if t is Max:
-        return max(points, key=lambda p: (_ratio(*p), p[0]))
-    units = sum(n for _, n in points)
+        best = max(points, key=lambda p: (_ratio(p.utility, p.units), p.utility))
+        ties = [p for p in points if (p.utility, p.units) == (best.utility, best.units)]
+        return Point(best.utility, best.units, frozenset().union(*(p.machines for p in ties)),
+                     max(p.chunk for p in ties))
+    units = sum(p.units for p in points)
+    machines = frozenset().union(*(p.machines for p in points))
+    chunk = max(p.chunk for p in points)
     if t is Sum:
-        return sum(u for u, _ in points), units
-    low = min(u for u, _ in points)
-    return (low, units) if low > 0 else (0.0, 0)
+        return Point(sum(p.utility for p in points), units, machines, chunk)
+    low = min(p.utility for p in points)
+    return Point(low, units, machines, chunk) if low > 0 else NOTHING
 
 
 def _ratio(u: float, n: int) -> float:
@@ -353,57 +409,101 @@ def _kinds(problem: Problem) -> list[int]:
             for r in problem.requests]
 
 
-def job_order(problem: Problem, kinds: list[int] | None = None) -> list[int]:
-    """Request indices by ``weight * utility per unit`` (descending), then request order."""
-    kinds = _kinds(problem) if kinds is None else kinds
-    keys = []
+Estimate = tuple[float, int, int, float, int]
+
+
+def _estimates(problem: Problem, kinds: list[int]) -> list[Estimate]:
+    """Per request: its best utility per machine unit (``_estimate``, unweighted), the
+    machine units of that point, how many machines it may use, and its *regret*: how much
+    of that ratio it loses if those machines are taken (the ratio of its best point on the
+    other machines subtracted; an n-body job falls back to spreading at half, a LOCAL job
+    to nothing), and its ``chunk`` in machine units."""
     caps: dict[tuple[tuple[int, ...], int], int] = {}  # shared by equal (machines, size)
-    seen: dict[tuple[int, int | None], float] = {}
+    sets: dict[tuple[int, ...], frozenset[int]] = {}
+    seen: dict[tuple[int, int | None], Estimate] = {}
+    out = []
     for i, r in enumerate(problem.requests):
         key = (kinds[i], r.limit)
         if key not in seen:
-            cap = {}
+            cap, where = {}, {}
             for c, ms in r.classes.items():
                 if (ms, r.size) not in caps:
                     caps[(ms, r.size)] = sum(problem.capacity[m] // r.size for m in set(ms))
                 cap[c] = caps[(ms, r.size)]
+                where[c] = sets.setdefault(ms, frozenset(ms))
             limit = r.limit if r.limit is not None else sum(cap.values())
-            u, n = _estimate(r.expr, cap, limit)
-            seen[key] = _ratio(u, n * r.size)  # utility per machine unit
-        keys.append((-r.weight * seen[key], i))
-    return [i for _, i in sorted(keys)]
+            p = _estimate(r.expr, cap, limit, where)
+            ratio = _ratio(p.utility, p.units * r.size)
+            rest = {c: ms - p.machines for c, ms in where.items()}
+            other = {c: sum(problem.capacity[m] // r.size for m in ms) for c, ms in rest.items()}
+            q = _estimate(r.expr, other, limit, rest)
+            regret = ratio - _ratio(q.utility, q.units * r.size) if math.isfinite(ratio) else 0.0
+            seen[key] = (ratio, p.units * r.size, len(p.machines), max(regret, 0.0),
+                         p.chunk * r.size)
+        out.append(seen[key])
+    return out
 
 
-def solve_greedy(problem: Problem) -> Solution:
-    """Serve the jobs one by one (see the module docstring)."""
+def job_order(problem: Problem, kinds: list[int] | None = None) -> list[int]:
+    """Request indices by ``weight * utility per unit`` (descending); among equals, the jobs
+    that may use fewer machines first (they have fewer ways to be served), then those with
+    more to lose (``regret``), then those needing more units together on one machine (a
+    LOCAL job before a PI job, which can take what is left anywhere), then the larger ones
+    (first-fit decreasing: small jobs fill the gaps), then request order."""
+    kinds = _kinds(problem) if kinds is None else kinds
+    est = _estimates(problem, kinds)
+    keys = [(-r.weight * ratio, breadth, -r.weight * regret, -chunk, -units, i)
+            for i, (r, (ratio, units, breadth, regret, chunk)) in enumerate(
+                zip(problem.requests, est, strict=True))]
+    return [k[-1] for k in sorted(keys)]
+
+
+def solve_greedy(problem: Problem, order: Sequence[int] | None = None) -> Solution:
+    """Serve the jobs one by one (see the module docstring), in ``job_order`` unless an
+    ``order`` of the request indices is given."""
     start = time.perf_counter()
     free = np.asarray(problem.capacity, dtype=np.int64)
     alloc: dict[str, dict[int, int]] = {}
     arrays: dict[tuple[int, ...], IntArray] = {}
     kinds = _kinds(problem)
+    est = _estimates(problem, kinds)
     jobs: dict[int, _Job] = {}
     failed: dict[tuple[int, int | None], int] = {}  # -> commits when it last got nothing
     commits = 0
-    for i in job_order(problem, kinds):
-        r = problem.requests[i]
-        job = jobs.get(kinds[i])
-        if job is None:
-            job = jobs[kinds[i]] = _Job(r, arrays)
-        if failed.get((kinds[i], r.limit)) == commits:
-            continue  # the same request against the same free capacity: nothing again
-        budget = r.limit if r.limit is not None else int(free.sum()) // r.size
-        st = _State(np.zeros_like(free), free.copy(), budget, r.size)
-        root = job.r.expr  # equal to r.expr; the compiled evaluators are keyed by its nodes
-        _alloc(job, root, math.inf, st)
-        if job.value(root, st.x) <= 0:
-            failed[(kinds[i], r.limit)] = commits
-            continue
-        kept = trim_job(r, {int(m): int(st.x[m]) for m in np.flatnonzero(st.x)})
-        for m, u in kept.items():
-            free[m] -= u * r.size
-        alloc[r.job] = kept
-        commits += 1
+    deferred: list[int] = []
+    below: dict[tuple[int, int | None], int] = {}  # -> commits when it was last deferred
+    order = job_order(problem, kinds) if order is None else order
+    for final, queue in ((False, order), (True, deferred)):
+        for i in queue:
+            r = problem.requests[i]
+            job = jobs.get(kinds[i])
+            if job is None:
+                job = jobs[kinds[i]] = _Job(r, arrays)
+            if failed.get((kinds[i], r.limit)) == commits:
+                continue  # the same request against the same free capacity: nothing again
+            if not final and below.get((kinds[i], r.limit)) == commits:
+                deferred.append(i)  # likewise: below its best ratio again
+                continue
+            budget = r.limit if r.limit is not None else int(free.sum()) // r.size
+            st = _State(np.zeros_like(free), free.copy(), budget, r.size)
+            root = job.r.expr  # equal to r.expr; the compiled evaluators are keyed by its nodes
+            _alloc(job, root, math.inf, st)
+            value = job.value(root, st.x)
+            if value <= 0:
+                failed[(kinds[i], r.limit)] = commits
+                continue
+            kept = trim_job(r, {int(m): int(st.x[m]) for m in np.flatnonzero(st.x)})
+            if not final and _ratio(value, sum(kept.values()) * r.size) < est[i][0] * (1 - 1e-9):
+                deferred.append(i)  # below its best ratio: after the jobs that reach theirs
+                below[(kinds[i], r.limit)] = commits
+                continue
+            for m, u in kept.items():
+                free[m] -= u * r.size
+            alloc[r.job] = kept
+            commits += 1
     bound = sum(r.weight * jobs[k].upper[id(jobs[k].r.expr)]
-                for r, k in zip(problem.requests, kinds, strict=True))
+                for r, k in zip(problem.requests, kinds, strict=True) if k in jobs)
+    bound += sum(r.weight * r.expr.upper()
+                 for r, k in zip(problem.requests, kinds, strict=True) if k not in jobs)
     return make_solution(problem, alloc, bound=bound, status="heuristic", solver="greedy",
                          seconds=time.perf_counter() - start)
