@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-long bench bench-ray live lint clean trace-examples replay-day
+.PHONY: demo test browser test-long bench bench-ray live lint clean trace-examples replay-day
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,17 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 demo: $(STAMP)
 	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo --report
 
-test: $(TSTAMP)
+test: $(TSTAMP) browser
 	$(BIN)/python -m pytest -m "not long"
+
+# The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own
+# here); install it when it is missing and this user can.  Without it those tests skip, saying
+# why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+	     >/dev/null) ; } || echo "chromium is not installed: the browser tests will skip"
 
 # The tests kept out of `make test` for its 10-minute budget (see README, Tests).
 test-long: $(TSTAMP)
@@ -38,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_alsched.py
 	$(BIN)/python benchmarks/bench_cura.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_dashboard.py
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)

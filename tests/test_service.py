@@ -270,11 +270,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(tmp: Path, tenants: Path, port: int) -> subprocess.Popen[bytes]:
+def _serve(tmp: Path, tenants: Path, port: int, *extra: str) -> subprocess.Popen[bytes]:
     log = (tmp / f"serve-{time.time_ns()}.log").open("wb")
     p = subprocess.Popen([sys.executable, "-m", "utilon.cli", "serve", "--db",
-                          str(tmp / "u.db"), "--tenants", str(tenants), "--port", str(port)],
-                         stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+                          str(tmp / "u.db"), "--tenants", str(tenants), "--port", str(port),
+                          *extra], stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
     c = Client(f"http://127.0.0.1:{port}")
     try:
         wait_for(lambda: _up(c), timeout=60, what="utilon serve to start")
@@ -400,3 +400,33 @@ def test_the_cli_client_against_a_server(tmp_path: Path, tokens: dict[str, Any])
                         f"http://127.0.0.1:{port}"], capture_output=True, text=True,
                        timeout=60, env=env)
     assert r.returncode == 2 and "cannot reach the server" in r.stderr
+
+
+def test_past_runs_stay_inside_their_folder(tmp_path: Path) -> None:
+    from utilon.service.runs import list_runs, resolve
+
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "a" / "summary.json").write_text('{"policy": "fifo"}')
+    (tmp_path / "runs" / "a" / "jobs.csv").write_text("id\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "summary.json").write_text("{}")
+    root = tmp_path / "runs"
+    assert resolve(root, "a") == (root / "a").resolve()
+    assert resolve(root, "../outside") is None and resolve(root, "/etc") is None
+    assert resolve(root, "missing") is None
+    assert [r["path"] for r in list_runs(root)] == ["a"]
+    assert list_runs(tmp_path / "nowhere") == []
+
+
+def test_runs_and_timeline_over_the_api(service: tuple[TestClient, ServiceEngine],
+                                        tokens: dict[str, Any]) -> None:
+    client, _ = service
+    r = client.get("/v1/runs/..%2F..%2Fetc", headers=h(tokens, "admin"))
+    assert r.status_code == 404
+    assert client.get("/v1/runs", headers=h(tokens, "a")).status_code == 200
+    samples = client.get("/v1/timeline", headers=h(tokens, "a")).json()["samples"]
+    assert all(set(s["tenants"]) <= {"team-a"} for s in samples)
+    assert client.get("/").status_code == 200 and "utilon" in client.get("/").text
+    assert client.get("/static/dashboard.js").status_code == 200
+    assert client.get("/static/../api.py").status_code == 404
+    assert client.get("/metrics").text.count("utilon_jobs") >= 1

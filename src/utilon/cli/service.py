@@ -53,6 +53,9 @@ def serve(
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to "
                                                     "connect to (default: start one here)")]
     = None,
+    runs: Annotated[Path, typer.Option(
+        "--runs", help="folder of past runs the dashboard can open (what utilon report reads)")]
+    = Path("runs"),
     admission: Annotated[str, typer.Option(
         "--admission", help="reject: refuse a job whose deadline it cannot meet even alone "
         "on the whole cluster; accept: take it anyway (a job may override with admission:)")]
@@ -93,9 +96,10 @@ def serve(
                              if "://" not in db else Path("utilon-state"))
         engine = ServiceEngine(store, spec, cluster, pol, be, sdir, weights=book.weight,
                                admission=admission, seed=spec.seed)
-        app = create_app(engine, book)
+        app = create_app(engine, book, runs_dir=runs)
         err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
-                  f"store {store.url}, http://{host}:{port}/docs")
+                  f"store {store.url}; dashboard http://{host}:{port}/, API "
+                  f"http://{host}:{port}/docs, metrics http://{host}:{port}/metrics")
         uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -10,19 +10,25 @@ only if the service itself is broken).
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from utilon.service.engine import ServiceEngine, SubmissionError
+from utilon.service.metrics import Metrics
+from utilon.service.runs import ReportError, list_runs, read_run, resolve
 from utilon.service.store import STATES, JobRecord
 from utilon.service.tenants import Principal, TenantBook
 
 API_VERSION = "v1"
+STATIC = Path(__file__).resolve().parent / "static"
+ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 
 
 class ErrorOut(BaseModel):
@@ -43,13 +49,13 @@ class JobOut(BaseModel):
     reason: str = ""
     missed: bool | None = Field(None, description="once finished: after its goal")
     utility: float | None = Field(None, description="once finished: the utility it earned")
+    live: dict[str, Any] | None = Field(
+        None, description="while the scheduler holds it: tasks done/running, estimated "
+        "completion, current utility, deadline status (list: with live=true)")
 
 
 class JobDetail(JobOut):
     spec: dict[str, Any]
-    live: dict[str, Any] | None = Field(
-        None, description="while the scheduler holds it: tasks done/running, estimated "
-        "completion, current utility, deadline status")
     result: dict[str, Any] | None = Field(
         None, description="once finished: its jobs.csv row, output directory, verification")
     events: list[dict[str, Any]] = Field(default_factory=list)
@@ -81,7 +87,8 @@ def job_out(rec: JobRecord) -> JobOut:
     return JobOut(id=rec.id, tenant=rec.tenant, state=rec.state,  # type: ignore[arg-type]
                   submitted=rec.submitted, goal=rec.goal, started=rec.started,
                   finished=rec.finished, cancel_requested=rec.cancel_requested,
-                  reason=rec.reason, missed=row.get("missed"), utility=row.get("utility"))
+                  reason=rec.reason, missed=row.get("missed"), utility=row.get("utility"),
+                  live=None)
 
 
 def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONResponse:
@@ -89,9 +96,13 @@ def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONRes
                                                      "fix": fix})
 
 
-def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = True) -> FastAPI:
+def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = True,
+               runs_dir: Path | None = None) -> FastAPI:
     """The API over a built engine; with ``manage`` the app starts the engine when it starts
-    and checkpoints it when it stops (SIGTERM through uvicorn)."""
+    and checkpoints it when it stops (SIGTERM through uvicorn).  ``runs_dir`` is where the
+    dashboard finds past runs (the files ``utilon report`` reads)."""
+    metrics = Metrics(engine)
+    runs_root = runs_dir if runs_dir is not None else Path("runs")
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -158,6 +169,46 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
                        "utility": {"kind": "deadline", "deadline": 120}}])]) -> JobOut:
         return job_out(engine.submit(who, job))
 
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> FileResponse:
+        return FileResponse(STATIC / "dashboard.html", media_type="text/html")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> FileResponse:
+        if name not in ASSETS:
+            raise SubmissionError(f"no asset {name!r}", status=404, where="name")
+        return FileResponse(STATIC / name, media_type=ASSETS[name])
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get(f"/{API_VERSION}/timeline", responses=responses)
+    def timeline(who: Who, since: Annotated[float, Query(ge=-1e12, le=1e12)] = -1e12
+                 ) -> dict[str, Any]:
+        """Allocation of the slot resource over time (per tenant, and the largest jobs),
+        with the capacity: one sample a second at most, the last hour."""
+        return {"slot_resource": engine.cluster.slot_resource,
+                "samples": engine.timeline(who, since)}
+
+    @app.get(f"/{API_VERSION}/runs", responses=responses)
+    def runs(who: Who) -> dict[str, Any]:
+        """Past runs (simulations, comparisons, batch live runs, exports) under the
+        service's runs folder."""
+        del who
+        return {"root": str(runs_root), "runs": list_runs(runs_root)}
+
+    @app.get(f"/{API_VERSION}/runs/{{path:path}}", responses=responses)
+    def run(who: Who, path: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+            offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> dict[str, Any]:
+        d = resolve(runs_root, path)
+        if d is None:
+            raise SubmissionError(f"no run {path!r}", status=404, where="path")
+        try:
+            return read_run(d, who, limit, offset)
+        except ReportError as e:
+            raise SubmissionError(e.one_line(), status=422, where="path") from None
+
     @app.get(f"/{API_VERSION}/jobs", response_model=JobPage, responses=responses)
     def list_jobs(who: Who,
                   state: Annotated[list[Literal["queued", "running", "finished",
@@ -165,15 +216,21 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
                                    Query(description="filter by state (repeatable)")] = None,
                   tenant: Annotated[str | None, Query(max_length=64)] = None,
                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                  offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> JobPage:
+                  offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+                  live: Annotated[bool, Query(description="add each job's live view "
+                                              "(estimated completion, utility now, "
+                                              "deadline status)")] = False) -> JobPage:
         if tenant is not None and not who.may_see(tenant):
             raise SubmissionError(f"tenant {who.name!r} cannot see {tenant!r}'s jobs",
                                   status=403, where="tenant")
         scope = tenant if who.admin else who.name
         recs, total = engine.store.page(tenant=scope, states=tuple(state or ()), limit=limit,
                                         offset=offset)
-        return JobPage(jobs=[job_out(r) for r in recs], total=total, limit=limit,
-                       offset=offset)
+        out = [job_out(r) for r in recs]
+        if live:
+            for j in out:
+                j.live = engine.live_view(j.id) if j.state in ("queued", "running") else None
+        return JobPage(jobs=out, total=total, limit=limit, offset=offset)
 
     def _own(who: Principal, job_id: str) -> JobRecord:
         rec = engine.store.get(job_id)
@@ -184,7 +241,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
     @app.get(f"/{API_VERSION}/jobs/{{job_id}}", response_model=JobDetail, responses=responses)
     def get_job(who: Who, job_id: str) -> JobDetail:
         rec = _own(who, job_id)
-        return JobDetail(**job_out(rec).model_dump(), spec=rec.spec,
+        return JobDetail(**job_out(rec).model_dump(exclude={"live"}), spec=rec.spec,
                          live=engine.live_view(job_id), result=rec.result,
                          events=engine.store.events_of(job_id),
                          attempts=engine.store.attempts_of(job_id))

@@ -75,6 +75,10 @@ log = logging.getLogger(__name__)
 ADMISSION = ("reject", "accept")
 _JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 LATENCY_WINDOW = 2000
+SAMPLES = 3600
+"""allocation samples kept (one per ``sample_every`` at most: an hour at 1 s)"""
+SAMPLE_JOBS = 12
+"""jobs kept per sample (the largest holders); the rest count in their tenant only"""
 
 
 class SubmissionError(UtilonError):
@@ -100,13 +104,27 @@ class EngineStats:
     recovered: int = 0
     lost_attempts: int = 0
     decide_ms: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+    samples: deque[Sample] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    on_decide: list[Callable[[float], None]] = field(default_factory=list)
+    """called with each decision's milliseconds (the /metrics histogram)"""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The slot resource held at one instant: per tenant, per job (the largest few), and the
+    up capacity (the dashboard's allocation chart)."""
+
+    t: float
+    capacity: float
+    tenants: dict[str, float]
+    jobs: dict[str, tuple[str, float]]  # job -> (tenant, held)
 
 
 class ServiceEngine:
     def __init__(self, store: Store, spec: ScenarioSpec, cluster: Cluster, policy: Policy,
                  backend: Backend, state_dir: Path, *, weights: Callable[[str], float]
                  = lambda _t: 1.0, admission: str = "reject", seed: int = 0,
-                 max_wait: float = 0.2) -> None:
+                 max_wait: float = 0.2, sample_every: float = 1.0) -> None:
         if admission not in ADMISSION:
             raise UtilonError(f"unknown admission {admission!r}", where="--admission",
                               fix="reject or accept")
@@ -120,6 +138,7 @@ class ServiceEngine:
         self.admission = admission
         self.seed = seed
         self.max_wait = max_wait
+        self.sample_every = sample_every
         self.lock = threading.RLock()  # the core and the catalog; held by the loop per batch
         self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.ready: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
@@ -325,6 +344,7 @@ class ServiceEngine:
         tick = self.policy.tick
         next_tick = math.inf
         pending_cancel: set[str] = set()
+        last_sample = -math.inf
         while not self._stop.is_set():
             now = self.now()
             batch = backend.wait_until(min(next_tick, now + self.max_wait) - self.offset)
@@ -373,10 +393,16 @@ class ServiceEngine:
                 cmds = core.handle(now, stimuli)
                 backend.apply(cmds)
                 if core.stats.decisions > decisions:
-                    self.stats.decide_ms.extend(
-                        1000.0 * x for x in core.stats.decide_seconds[decisions:])
+                    new_ms = [1000.0 * x for x in core.stats.decide_seconds[decisions:]]
+                    self.stats.decide_ms.extend(new_ms)
+                    for hook in self.stats.on_decide:
+                        for ms in new_ms:
+                            hook(ms)
                 self.stats.batches += 1
                 self._record(now, stimuli, cmds, before)
+                if now - last_sample >= self.sample_every:
+                    self.stats.samples.append(self._sample(now))
+                    last_sample = now
 
     def _record(self, now: float, stimuli: list[Stimulus], cmds: list[Any],
                 before: set[str]) -> None:
@@ -411,10 +437,38 @@ class ServiceEngine:
                     result = {"row": row, "verification": verification,
                               "outputs": str(self.catalog.job_dir(jid))}
                     store.transition(c, jid, "finished", now, finished=rt.finish,
-                                     result=json.dumps(result),
+                                     result=json.dumps(result), missed=bool(row["missed"]),
+                                     utility=float(row["utility"]),
                                      detail="met" if not row["missed"] else "missed")
                 elif rt.state is JobState.CANCELLED:
                     store.transition(c, jid, "cancelled", now, detail="cancelled")
+
+    def _sample(self, now: float) -> Sample:
+        core = self.core
+        assert core is not None
+        slot = core.names.index(core.slot_resource)
+        tenants: dict[str, float] = {}
+        jobs: list[tuple[float, str, str]] = []
+        for jid, rt in core.active.items():
+            held = sum(rt.stages[r[1]].vectors[r[2]][slot] for r in rt.running)
+            if held > 0:
+                tenants[rt.job.tenant] = tenants.get(rt.job.tenant, 0.0) + held
+                jobs.append((held, jid, rt.job.tenant))
+        jobs.sort(key=lambda x: (-x[0], x[1]))
+        cap = sum(m.cap[slot] for m in core.machines if m.state.name == "UP")
+        return Sample(now, cap, tenants, {j: (t, h) for h, j, t in jobs[:SAMPLE_JOBS]})
+
+    def timeline(self, who: Principal, since: float = -math.inf) -> list[dict[str, Any]]:
+        """The allocation samples after ``since`` as ``who`` may see them."""
+        out = []
+        for smp in list(self.stats.samples):
+            if smp.t <= since:
+                continue
+            tenants = {t: v for t, v in smp.tenants.items() if who.may_see(t)}
+            jobs = {j: v for j, (t, v) in smp.jobs.items() if who.may_see(t)}
+            out.append({"t": smp.t, "capacity": smp.capacity, "tenants": tenants,
+                        "jobs": jobs})
+        return out
 
     def _verify(self, job_id: str) -> dict[str, Any]:
         assert self.catalog is not None
@@ -467,10 +521,11 @@ class ServiceEngine:
             t = rt.finish if rt.finish is not None else now
             stages = [{"name": st.stage.name, "tasks": st.total, "done": st.done,
                        "running": st.running} for st in rt.stages]
+            reason = core.infeasible.get(job_id, "")  # why the policy cannot honour it
         status = deadline_status(goal, rt.finish, now, est)
         return {"tasks": total, "tasks_done": done, "tasks_running": running,
                 "estimated_completion": est, "utility_now": u.value(t), "goal": goal,
-                "deadline_status": status, "stages": stages}
+                "deadline_status": status, "stages": stages, "policy_reason": reason}
 
     def cluster_view(self, who: Principal) -> dict[str, Any]:
         core = self.core

@@ -51,6 +51,8 @@ jobs = sa.Table(
     sa.Column("cancel_requested", sa.Boolean, nullable=False, default=False),
     sa.Column("reason", sa.Text, nullable=False, default=""),
     sa.Column("result", sa.Text),
+    sa.Column("missed", sa.Boolean),
+    sa.Column("utility", sa.Float),
 )
 events = sa.Table(
     "events", _md,
@@ -200,6 +202,16 @@ class Store:
         with self.engine.connect() as c:
             got: dict[str, int] = {str(k): int(v) for k, v in c.execute(q).all()}
         return {s: int(got.get(s, 0)) for s in STATES}
+
+    def tally(self) -> list[tuple[str, str, int, int, float]]:
+        """Per (tenant, state): jobs, deadline misses and utility earned (for /metrics)."""
+        q = (sa.select(jobs.c.tenant, jobs.c.state, sa.func.count(),
+                       sa.func.sum(sa.case((jobs.c.missed.is_(True), 1), else_=0)),
+                       sa.func.coalesce(sa.func.sum(jobs.c.utility), 0.0))
+             .group_by(jobs.c.tenant, jobs.c.state))
+        with self.engine.connect() as c:
+            return [(str(t), str(st), int(n), int(m or 0), float(u or 0.0))
+                    for t, st, n, m, u in c.execute(q).all()]
 
     def open_jobs(self) -> list[JobRecord]:
         """Jobs accepted and not over, in submission order (what a restart re-queues)."""
