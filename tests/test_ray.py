@@ -201,6 +201,9 @@ def test_the_service_schedules_on_ray_nodes(local_ray, tmp_path):
     from utilon.service.store import Store
     from utilon.service.tenants import TenantBook, create_token
 
+    if not ray.is_initialized():  # an earlier test of this module may have stopped it
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
     token = create_token(tmp_path / "t.yaml", "team")
     book = TenantBook.load(tmp_path / "t.yaml")
     spec = parse_scenario({"name": "ray-service", "workload": {},

@@ -413,6 +413,15 @@ class _Builder:
         return jobs
 
 
+def build_job(spec: ScenarioSpec, cluster: Cluster, js: JobSpec, *, seed: int, index: int,
+              base_dir: Path = Path()) -> tuple[Job, JobPlan | None, float]:
+    """One job of ``spec``'s format built on ``cluster`` (a job submitted on its own, as to
+    the service): the job, its plan if it is a real job, and its standalone runtime."""
+    b = _Builder(spec, cluster, seed, "", base_dir)
+    job = b.job(js, "job", index)
+    return job, b.plans.get(js.id), b.standalone[js.id]
+
+
 def build_workload(spec: ScenarioSpec, *, seed: int | None = None, source: str = "") -> Workload:
     """Build cluster and jobs; ``seed`` overrides the scenario's own seed."""
     where = f"{source}: " if source else ""

@@ -20,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from utilon.service.engine import ServiceEngine, SubmissionError
+from utilon.service.engine import RequestError, ServiceEngine
 from utilon.service.metrics import Metrics
 from utilon.service.runs import ReportError, list_runs, read_run, resolve
 from utilon.service.store import STATES, JobRecord
@@ -118,8 +118,8 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
                   description="A scheduler service: submit jobs with deadlines or utilities; "
                   "utilon's policies schedule them on the cluster it owns.")
 
-    @app.exception_handler(SubmissionError)
-    async def _refused(_r: Request, e: SubmissionError) -> JSONResponse:
+    @app.exception_handler(RequestError)
+    async def _refused(_r: Request, e: RequestError) -> JSONResponse:
         return _error(e.status, e.one_line(), e.where, e.fix)
 
     @app.exception_handler(RequestValidationError)
@@ -139,7 +139,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
             token = authorization[7:].strip()
         who = tenants.authenticate(token)
         if who is None:
-            raise SubmissionError("missing or unknown token", status=401,
+            raise RequestError("missing or unknown token", status=401,
                                   where="Authorization",
                                   fix="send Authorization: Bearer <token> (utilon token create)")
         return who
@@ -176,7 +176,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> FileResponse:
         if name not in ASSETS:
-            raise SubmissionError(f"no asset {name!r}", status=404, where="name")
+            raise RequestError(f"no asset {name!r}", status=404, where="name")
         return FileResponse(STATIC / name, media_type=ASSETS[name])
 
     @app.get("/metrics", include_in_schema=False)
@@ -203,11 +203,11 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
             offset: Annotated[int, Query(ge=0, le=10**9)] = 0) -> dict[str, Any]:
         d = resolve(runs_root, path)
         if d is None:
-            raise SubmissionError(f"no run {path!r}", status=404, where="path")
+            raise RequestError(f"no run {path!r}", status=404, where="path")
         try:
             return read_run(d, who, limit, offset)
         except ReportError as e:
-            raise SubmissionError(e.one_line(), status=422, where="path") from None
+            raise RequestError(e.one_line(), status=422, where="path") from None
 
     @app.get(f"/{API_VERSION}/jobs", response_model=JobPage, responses=responses)
     def list_jobs(who: Who,
@@ -221,7 +221,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
                                               "(estimated completion, utility now, "
                                               "deadline status)")] = False) -> JobPage:
         if tenant is not None and not who.may_see(tenant):
-            raise SubmissionError(f"tenant {who.name!r} cannot see {tenant!r}'s jobs",
+            raise RequestError(f"tenant {who.name!r} cannot see {tenant!r}'s jobs",
                                   status=403, where="tenant")
         scope = tenant if who.admin else who.name
         recs, total = engine.store.page(tenant=scope, states=tuple(state or ()), limit=limit,
@@ -235,7 +235,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
     def _own(who: Principal, job_id: str) -> JobRecord:
         rec = engine.store.get(job_id)
         if rec is None or not who.may_see(rec.tenant):
-            raise SubmissionError(f"no job {job_id!r}", status=404, where="id")
+            raise RequestError(f"no job {job_id!r}", status=404, where="id")
         return rec
 
     @app.get(f"/{API_VERSION}/jobs/{{job_id}}", response_model=JobDetail, responses=responses)

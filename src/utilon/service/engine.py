@@ -66,7 +66,7 @@ from utilon.metrics.outputs import job_row
 from utilon.model.cluster import Cluster
 from utilon.model.job import Job
 from utilon.model.lifecycle import JobState
-from utilon.scenario.build import _Builder
+from utilon.scenario.build import build_job
 from utilon.scenario.spec import JobSpec, ScenarioSpec
 from utilon.service.store import JobRecord, Store, attempts
 from utilon.service.tenants import Principal
@@ -81,8 +81,8 @@ SAMPLE_JOBS = 12
 """jobs kept per sample (the largest holders); the rest count in their tenant only"""
 
 
-class SubmissionError(UtilonError):
-    """A submission the service refuses (HTTP 4xx): ``status`` says which."""
+class RequestError(UtilonError):
+    """A request the service refuses (HTTP 4xx): ``status`` says which."""
 
     def __init__(self, message: str, *, status: int = 422, where: str = "",
                  fix: str = "") -> None:
@@ -152,7 +152,6 @@ class ServiceEngine:
         self._running = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started_jobs: set[str] = set()
-        self._builder_cluster = cluster
 
     # -- life cycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -202,7 +201,7 @@ class ServiceEngine:
     # -- submissions (API threads) ------------------------------------------------------
     def build(self, payload: dict[str, Any], tenant: str, submit: float) -> _Built:
         """The job a payload describes, built on the service's cluster; a bad payload is a
-        ``SubmissionError`` naming the field."""
+        ``RequestError`` naming the field."""
         from pydantic import ValidationError
 
         data = dict(payload)
@@ -213,55 +212,55 @@ class ServiceEngine:
         except ValidationError as e:
             first = e.errors()[0]
             loc = ".".join(str(x) for x in first["loc"] if not str(x).startswith("function"))
-            raise SubmissionError(first["msg"], where=loc or "(job)",
+            raise RequestError(first["msg"], where=loc or "(job)",
                                   fix="see docs/scenario.md#jobs") from None
         js = js.model_copy(update={"weight": js.weight * self.weights(tenant)})
         # drawn from the job's id, so that a restart rebuilds the very same job
         index = zlib.crc32(js.id.encode("utf-8"))
         seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
-        b = _Builder(self.spec, self._builder_cluster, seed, "", self.state_dir)
         try:
-            job = b.job(js, "job", index)
+            job, plan, standalone = build_job(self.spec, self.cluster, js, seed=seed,
+                                              index=index, base_dir=self.state_dir)
         except UtilonError as e:
-            raise SubmissionError(e.message, where=e.where, fix=e.fix) from None
+            raise RequestError(e.message, where=e.where, fix=e.fix) from None
         try:
             check_workload(self.cluster, [job], self.policy)
             check_resources(self.cluster, [job], self.backend.name)
         except (Unrunnable, UtilonError) as e:
-            raise SubmissionError(e.message, where="stages", fix=e.fix) from None
-        return _Built(job, b.plans.get(js.id), b.standalone[js.id])
+            raise RequestError(e.message, where="stages", fix=e.fix) from None
+        return _Built(job, plan, standalone)
 
     def submit(self, who: Principal, payload: dict[str, Any]) -> JobRecord:
         """Accept a job: built, checked, durable in the store, then queued for the core."""
         if not self.running:
-            raise SubmissionError("the service is not running" + (
+            raise RequestError("the service is not running" + (
                 f" ({self.error})" if self.error else ""), status=503)
         data = dict(payload)
         admission = data.pop("admission", self.admission)
         if admission not in ADMISSION:
-            raise SubmissionError(f"unknown admission {admission!r}", where="admission",
+            raise RequestError(f"unknown admission {admission!r}", where="admission",
                                   fix="reject or accept")
         if "submit" in data:
-            raise SubmissionError("submit is set by the service (the time it accepts the job)",
+            raise RequestError("submit is set by the service (the time it accepts the job)",
                                   where="submit", fix="leave submit out")
         tenant = str(data.get("tenant") or who.name)
         if not who.may_see(tenant):
-            raise SubmissionError(f"tenant {who.name!r} cannot submit for {tenant!r}",
+            raise RequestError(f"tenant {who.name!r} cannot submit for {tenant!r}",
                                   status=403, where="tenant", fix="leave tenant out")
         job_id = str(data.get("id") or f"{tenant}-{secrets.token_hex(5)}")
         if not _JOB_ID.match(job_id):  # it names the job's directory: no paths, no oddities
-            raise SubmissionError(f"bad job id {job_id[:80]!r}", where="id",
+            raise RequestError(f"bad job id {job_id[:80]!r}", where="id",
                                   fix="letters, digits, '_', '.', '-', at most 128, starting "
                                       "with a letter or digit (or leave id out)")
         data["id"] = job_id
         if self.store.get(job_id) is not None:
-            raise SubmissionError(f"a job with id {job_id!r} exists", status=409, where="id",
+            raise RequestError(f"a job with id {job_id!r} exists", status=409, where="id",
                                   fix="give another id, or leave id out")
         now = self.now()
         built = self.build(data, tenant, now)
         goal = built.job.utility.goal
         if admission == "reject" and goal is not None and now + built.standalone > goal:
-            raise SubmissionError(
+            raise RequestError(
                 f"the deadline cannot be met: the job needs {built.standalone:.1f} s alone on "
                 f"the whole cluster and has {goal - now:.1f} s", where="utility",
                 fix="give a later deadline, or submit with admission: accept")
@@ -269,7 +268,7 @@ class ServiceEngine:
         spec["submit"] = now
         spec["tenant"] = tenant
         if not self.store.add_job(job_id, tenant, spec, now, goal):
-            raise SubmissionError(f"a job with id {job_id!r} exists", status=409, where="id",
+            raise RequestError(f"a job with id {job_id!r} exists", status=409, where="id",
                                   fix="give another id, or leave id out")
         self.inbox.put(("job", (job_id, built)))
         rec = self.store.get(job_id)
@@ -279,7 +278,7 @@ class ServiceEngine:
     def cancel(self, who: Principal, job_id: str) -> JobRecord:
         rec = self.store.get(job_id)
         if rec is None or not who.may_see(rec.tenant):
-            raise SubmissionError(f"no job {job_id!r}", status=404, where="id")
+            raise RequestError(f"no job {job_id!r}", status=404, where="id")
         if rec.state in ("queued", "running"):
             self.store.request_cancel(job_id, self.now())
             self.inbox.put(("cancel", job_id))
