@@ -40,9 +40,14 @@ def worker_main(conn: Connection) -> None:
             return
         attempt_id, payload = msg
         try:
-            conn.send(("done", attempt_id, execute(**payload)))
-        except KeyboardInterrupt:
-            return
-        except BaseException as e:
-            last = traceback.format_exc(limit=-1).strip().splitlines()
-            conn.send(("error", attempt_id, f"{type(e).__name__}: {e}", last[-3:]))
+            try:
+                conn.send(("done", attempt_id, execute(**payload)))
+            except KeyboardInterrupt:
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                raise  # the pipe, not the task
+            except BaseException as e:  # the task failed, or its result does not pickle
+                last = traceback.format_exc(limit=-1).strip().splitlines()
+                conn.send(("error", attempt_id, f"{type(e).__name__}: {e}", last[-3:]))
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the scheduler is gone (killed): an orphaned worker just ends
