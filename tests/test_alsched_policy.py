@@ -27,12 +27,45 @@ def _cluster(large: int = 1, small: int = 4) -> Cluster:
 
 def test_nbody_soft_takes_the_large_machine_and_gets_the_speedup() -> None:
     cl = _cluster(1, 4)
-    jobs = [make_job("a", "nbody", 8, 100.0, speedup=4.0)]
+    jobs = [make_job("a", "nbody", 12, 100.0, speedup=4.0)]  # only the 32-core machine fits
     res = run(cl, jobs, "alsched")
     check_run_invariants(res, cl, jobs)
     att = attempts_of(res, "a")
     assert {a.machine for a in att} == {"L00"}
     assert res.end_time == pytest.approx(25.0)  # 100 / f
+
+
+@pytest.mark.parametrize("constraints", ["soft", "hard"])
+def test_nbody_desired_machines_are_those_that_hold_all_its_tasks(constraints: str) -> None:
+    """§5.2: "one of the desired machines, i.e., one of the machines with enough cores to
+    accommodate all tasks": an 8-task job co-locates on an 8-core machine and gets the
+    speedup while the 32-core machine is busy; with ``desired="large"`` (the ablation) Hard
+    waits for the 32-core machine instead."""
+    cl = _cluster(1, 4)
+    jobs = [make_job("big", "nbody", 32, 100.0, speedup=4.0),
+            make_job("small", "nbody", 8, 100.0, speedup=4.0)]
+    res = run(cl, jobs, "alsched", constraints=constraints)
+    check_run_invariants(res, cl, jobs)
+    att = attempts_of(res, "small")
+    assert len({a.machine for a in att}) == 1 and att[0].machine.startswith("S")
+    assert res.end_time == pytest.approx(25.0)
+    large_only = [make_job(j.id, "nbody", len(j.stages[0].tasks), 100.0, speedup=4.0,
+                           desired="large") for j in jobs]
+    hard = run(cl, large_only, "alsched", constraints="hard")
+    assert hard.end_time == pytest.approx(50.0)  # "small" waits for L00
+    with pytest.raises(ValueError, match="desired"):
+        request_for("nbody", "gpu")
+
+
+def test_table1_mixed_under_none_costs_exactly_the_lost_speedup() -> None:
+    """The experiment of docs/reproduction-alsched.md (claim 7): None on MIXED takes what
+    the same workload takes with no speedup at all, under any policy."""
+    cl = R.cluster(8, 64)
+    jobs = workload(("pi", "nbody", "local"), 100, duration=10.0, speedup=2.0, seed=0)
+    flat = workload(("pi", "nbody", "local"), 100, duration=10.0, speedup=1.0, seed=0)
+    none = R.total_runtime(jobs, cl, "none")
+    assert all(R.total_runtime(flat, cl, p) == none for p in R.POLICIES)
+    assert R.total_runtime(jobs, cl, "soft") < none
 
 
 def test_soft_falls_back_when_the_large_machine_is_busy_hard_waits_none_spreads() -> None:

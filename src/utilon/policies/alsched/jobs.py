@@ -10,19 +10,25 @@ request (the agent's utility function) and how the duration depends on the place
       (max (scale 1 (barrier k (max nck(i, k, k))))          i: each desired machine
            (scale 0.5 (barrier k lnck(all, k, k))))           anywhere, half the utility
 
-  The desired machines are the large ones (``kind: large``, the 32-core machines of §5.2):
-  the paper calls them "scarce and contended" and varies their share of capacity to move the
-  point where waiting for them pays off, which only matters if the preference is for them.
-  The speedup is physical (``Stage.colocate_speedup``): it applies to any single machine that
-  hosts the whole job, which with one-core tasks is one that "accommodates all tasks".
+  The desired machines are what §5.2 says they are: "one of the desired machines, i.e., one
+  of the machines with enough cores to accommodate all tasks" (``desired="fits"``, the
+  default): ``i`` ranges over every machine and ``nck(i, k, k)`` is worth something only on
+  one that holds all k tasks -- a 32-core machine for a job of more than 8 tasks, any machine
+  for a smaller one.  The 32-core machines are still the "scarce and contended" ones: only
+  they hold the larger jobs.  ``desired="large"`` (only the 32-core machines) is the reading
+  this module used before issue 24; it is kept for the ablation in
+  docs/reproduction-alsched.md.  Table 1's Hard and None columns support the literal reading
+  (same document).  The speedup is physical (``Stage.colocate_speedup``): it applies to any
+  single machine that hosts the whole job, whatever the policy, and a job spread over several
+  machines (None's placement) runs without it -- the cost of ignoring the preference.
 - ``HADOOP-PI``: embarrassingly parallel, no locality: ``lnck(all, k, k)``, linear in the
   units it gets; the tasks need not start together.
 - ``LOCAL``: one address space, so all tasks on one machine: ``(max nck(i, k, k))`` over every
-  machine, a hard constraint under every policy (its branches tie).  §5.1 mentions a speedup
-  for LOCAL too, but a LOCAL job always runs on one machine, so a speedup would only rescale
-  its duration; Table 1's LOCAL row (33 = about three rounds of 10) shows none, so none here.
+  machine, a hard constraint under every policy (its branches tie).  §5.2 names LOCAL beside
+  NBODY for the locality speedup, but a LOCAL job always runs on one machine, so a speedup
+  would only rescale its duration; Table 1's LOCAL row (33 = three rounds of 10, the same
+  rounds as PI's 22 = two) shows none, so none here.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,13 +45,19 @@ PI_EXPR = "lnck(all, tasks, tasks)"
 LOCAL_EXPR = "(max nck(i, tasks, tasks))"
 KINDS = ("nbody", "pi", "local")
 
-LARGE = ClassQuery.from_spec({"kind": "large"}, where="nbody.each.i")
+DESIRED = {"fits": ClassQuery.from_spec({}, where="nbody.each.i"),
+           "large": ClassQuery.from_spec({"kind": "large"}, where="nbody.each.i")}
+"""NBODY's desired machines: every machine (``nck`` keeps those that hold all its tasks), or
+only the 32-core ones (the ablation)."""
 
 
-def request_for(kind: str) -> Request:
+def request_for(kind: str, desired: str = "fits") -> Request:
     """The request of a §5.1 job type (``tasks`` is bound to the stage's ready tasks)."""
     if kind == "nbody":
-        return Request(parse(NBODY_EXPR), (), (("i", LARGE),))
+        if desired not in DESIRED:
+            raise ValueError(f"unknown desired machines {desired!r}; valid: "
+                             f"{', '.join(DESIRED)}")
+        return Request(parse(NBODY_EXPR), (), (("i", DESIRED[desired]),))
     if kind == "pi":
         return Request(parse(PI_EXPR), (), ())
     if kind == "local":
@@ -54,22 +66,23 @@ def request_for(kind: str) -> Request:
 
 
 def make_job(job_id: str, kind: str, tasks: int, duration: float, *, speedup: float = 1.0,
-             submit: float = 0.0) -> Job:
+             submit: float = 0.0, desired: str = "fits") -> Job:
     """One §5.1 job: ``tasks`` one-core tasks of ``duration`` each."""
     if tasks < 1:
         raise ValueError("a job needs at least one task")
     stage = Stage(kind, Task.many([duration] * tasks, Resources(cpu=1.0)), kind="task",
                   colocate_speedup=speedup if kind == "nbody" else 1.0,
-                  request=request_for(kind))
+                  request=request_for(kind, desired))
     return Job(job_id, submit, (stage,), job_class=kind)
 
 
 def workload(kinds: Sequence[str], n: int, *, duration: float, speedup: float,
-             seed: int, tasks_n: int = 64, tasks_p: float = 1 / 8) -> list[Job]:
+             seed: int, tasks_n: int = 64, tasks_p: float = 1 / 8,
+             desired: str = "fits") -> list[Job]:
     """``n`` jobs at t = 0 (§5.2), tasks ~ Binomial(tasks_n, tasks_p) (at least 1), the type
     drawn uniformly from ``kinds`` (one kind: a homogeneous workload)."""
     rng = np.random.default_rng(seed)
     sizes = np.maximum(rng.binomial(tasks_n, tasks_p, size=n), 1)
     picks = rng.integers(0, len(kinds), size=n) if len(kinds) > 1 else np.zeros(n, dtype=int)
     return [make_job(f"j{i:04d}", kinds[int(picks[i])], int(sizes[i]), duration,
-                     speedup=speedup) for i in range(n)]
+                     speedup=speedup, desired=desired) for i in range(n)]
