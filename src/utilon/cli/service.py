@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.table import Table
 
 from utilon.cli.common import err, key_values, out
@@ -105,13 +104,9 @@ def serve(
 
 def _jobs_in(path: Path) -> list[dict[str, Any]]:
     """A job file: one job mapping, a list of them, or a mapping with ``jobs:``."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError("no such file", where=str(path), fix="check the path") from None
-    except yaml.YAMLError as e:
-        raise ScenarioError(f"YAML syntax error: {str(e).splitlines()[0]}",
-                            where=str(path)) from None
+    from utilon.scenario.load import read_data
+
+    data = read_data(path)
     if isinstance(data, dict) and "jobs" in data:
         data = data["jobs"]
     if isinstance(data, dict):

@@ -111,10 +111,11 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
 
 def read_scenario(path: str | Path) -> ScenarioSpec:
     p = Path(path)
-    return parse_scenario(_read_data(p), str(p))
+    return parse_scenario(read_data(p), str(p))
 
 
-def _read_data(p: Path) -> Any:
+def read_data(p: Path) -> Any:
+    """A YAML or JSON file's data; every way it can fail to read is one line naming it."""
     if not p.exists():
         raise ScenarioError("file not found", where=str(p), fix="check the path")
     if p.is_dir():
@@ -234,7 +235,7 @@ def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
     timeline; a cluster (a mapping with ``machines:``, or ``cluster: {machines: ...}`` as
     ``utilon trace import`` writes it) replaces the whole cluster."""
     p = Path(path)
-    data = _read_data(p)
+    data = read_data(p)
     if isinstance(data, dict) and isinstance(data.get("cluster"), dict):
         data = data["cluster"]
     if isinstance(data, dict) and "machines" in data:
@@ -286,7 +287,7 @@ def load_scenario(path: str | Path, *, seed: int | None = None,
     """A scenario of either world: a cloud scenario (a ``cloud:`` section, Cura's world) or a
     slot scenario (``cluster:``), read once and built."""
     p = Path(path)
-    data = _read_data(p)
+    data = read_data(p)
     if not is_cloud(data):
         spec = parse_scenario(data, str(p))
         if capacity is not None:

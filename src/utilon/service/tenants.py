@@ -80,12 +80,11 @@ class TenantBook:
             raise UtilonError("no tenants file", where=str(path),
                               fix="create tokens with `utilon token create NAME --tenants "
                                   f"{path}`")
+        from utilon.scenario.load import read_data
+
+        raw = read_data(path) or {}
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             data = TenantsFile.model_validate(raw)
-        except yaml.YAMLError as e:
-            raise UtilonError(f"not valid YAML ({str(e).splitlines()[0]})", where=str(path),
-                              fix="see docs/service.md#tenants") from None
         except ValidationError as e:
             first = e.errors()[0]
             loc = ".".join(str(x) for x in first["loc"])
