@@ -7,7 +7,8 @@ as the paper's "accuracy of the fuzzy models" asks: at each control step we keep
 consequent parameters as they were then; when the job finishes, each kept model replays the
 job from that step with the allocations the job actually received, interval by interval, and
 its predicted finish is compared with the real one (``CompletionLog``: RMSE over the mean
-remaining time at prediction).
+remaining time at prediction, and over the mean job completion time, our reading of the
+paper's NRMSE).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MAX_EXTRA_STEPS = 200  # beyond the recorded allocations, extrapolate with the l
 @dataclass
 class JobHistory:
     size: float
+    submit: float = 0.0
     intervals: list[tuple[float, float, float]] = field(default_factory=list)
     """(map allocation, reduce allocation, seconds) of each measured interval, in order."""
     forecasts: list[tuple[float, float, float, int, np.ndarray]] = field(default_factory=list)
@@ -61,4 +63,4 @@ def record_finish(log: CompletionLog, job: str, model: ProgressModel, hist: JobH
         pred = replay(model, hist, k, interval)
         if math.isfinite(pred):
             log.predict(job, hist.forecasts[k][0], pred)
-    log.finished(job, finish)
+    log.finished(job, finish, hist.submit)

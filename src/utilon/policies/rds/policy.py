@@ -29,8 +29,9 @@ completions (Algorithm 1's heartbeat) and at capacity changes (targets are re-ex
 the new slot size r_slot = r_a / slots).
 
 Choices the paper leaves open are listed in docs/policies.md#rds: progress is measured in
-task-seconds, done tasks whole and running ones half (Hadoop's progress score counts
-running tasks' fraction); the job's "input size" d_j is its total declared task-seconds;
+task-seconds at task granularity, done tasks whole and running ones by how long they have
+run times the current speed (Hadoop's progress score counts running tasks' fraction; before
+issue 22 they counted half); the job's "input size" d_j is its total declared task-seconds;
 the fuzzy model is trusted within [½, 2] × the ideal fluid law u·Δ/d_j (gains, and no free
 progress), so that one bad fit cannot starve or flood a job; the NARX lag is folded into the
 offset at the operating point (its coefficient is not identifiable from steady runs); the
@@ -75,16 +76,20 @@ OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free pro
 OBJECTIVES = ("paper", "deadline")  # Eq. 3 as written, or the deadline-aware variant
 
 
-def job_work(job: JobView) -> tuple[float, float]:
-    """(total, done) task-seconds of a job.
+def job_work(job: JobView, now: float, speed: float) -> tuple[float, float]:
+    """(total, done) task-seconds of a job, measured at task granularity.
 
-    Like Hadoop's progress score, running tasks count in part: half of their expected
-    duration (the snapshot does not say how far each is), so that progress does not jump
-    by a whole task at each completion."""
+    Like Hadoop's progress score, running tasks count for the part they have done, so that
+    progress does not jump by a whole task at each completion: how long they have run
+    (``StageView.elapsed``) times ``speed``, the work one slot-second delivers now (each
+    stage's running tasks capped at 99% of their expected work).  Before issue 22 running
+    tasks counted half their expected work whatever their age (scale-up: one-interval
+    progress error of the fluid law 5.9% -> 1.8%, docs/reproduction-rds.md)."""
     total = done = 0.0
     for s in job.stages:
         total += s.total * s.expected_duration
-        done += (s.done + 0.5 * s.running) * s.expected_duration
+        running = min(s.elapsed(now) * speed, 0.99 * s.running * s.expected_duration)
+        done += s.done * s.expected_duration + running
     return total, done
 
 
@@ -282,12 +287,12 @@ class Rds(Policy):
         self._observed += k
 
     def _admit(self, job: JobView, now: float) -> None:
-        total, _ = job_work(job)
+        total = sum(s.total * s.expected_duration for s in job.stages)
         *_, rem_m, rem_r = phase_counts(job)
         size = max(total, 1e-9)
         self._tracks[job.id] = _Track(kind=job.job_class or "default", size=size, since=now,
                                       total_map=rem_m, total_reduce=rem_r,
-                                      hist=JobHistory(size))
+                                      hist=JobHistory(size, job.submit))
         if self.fast_path and job.goal < self._next_control(now):
             self._fast.append(job.id)
 
@@ -350,7 +355,7 @@ class Rds(Policy):
         steps = np.arange(1, hp + 1)
         for row, j in enumerate(jobs):
             t = self._tracks[j.id]
-            total, done = job_work(j)
+            total, done = job_work(j, now, r_slot)
             prog = done / total if total > 0 else 1.0
             if measure:
                 self._measure(t, prog, now, r_a)
@@ -489,6 +494,7 @@ class Rds(Policy):
             },
             "completion_prediction": {
                 "nrmse": _round(self.completion_log.nrmse()),
+                "nrmse_completion": _round(self.completion_log.nrmse_completion()),
                 "predictions": len(self.completion_log.pairs()[0]),
             },
             "progress_model": {
