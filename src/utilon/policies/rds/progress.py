@@ -53,10 +53,10 @@ Our choices, and why:
   keep ``p0·I``.
 * RLS covariance ``P`` of a prior model starts at ``p0·I``. Forgetting inflates ``P``
   without bound in directions the data do not excite (a job's size never changes;
-  allocations are often held), the classic wind-up that makes the next sample touching
-  them cause a huge jump.  So after every step the eigenvalues of ``P`` are capped at ``p0`` (never less certain
-  than the prior); as a last guard ``P`` is reset to ``p0·I`` when it turns non-finite or
-  its trace exceeds 1e8, and resets are counted in ``resets``.
+  allocations are often held), the classic wind-up that makes the next sample touching them
+  cause a huge jump.  So after every step the eigenvalues of ``P`` are capped at ``p0``
+  (never less certain than the prior); as a last guard ``P`` is reset to ``p0·I`` when it
+  turns non-finite or its trace exceeds 1e8, and resets are counted in ``resets``.
 """
 
 from __future__ import annotations
