@@ -370,8 +370,10 @@ class ServiceEngine:
                 elif kind == "cancel":
                     if item in core.active:
                         stimuli.append(JobCancelled(item))
-                    else:  # not handed to the core yet: it never starts
+                    else:  # not handed to the core yet (or only in this batch): never starts
                         pending_cancel.add(item)
+                        stimuli = [s for s in stimuli if not (type(s) is JobSubmitted
+                                                              and s.job.id == item)]
                         if item not in core.jobs:
                             cancelled_now.append(item)
             if tick is not None:
