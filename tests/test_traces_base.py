@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from utilon.cli.app import app
 from utilon.cli.trace import parse_seconds
 from utilon.errors import UnknownNameError, UtilonError
-from utilon.scenario.load import _read_data, load_workload
+from utilon.scenario.load import load_workload, read_data
 from utilon.traces import ClassRule, SkipLog, TraceError, Window, importer, importer_kinds
 from utilon.traces.api import ImportResult, _flow, write_scenario
 from utilon.traces.base import TracePart, parse_size, standalone, work_of
@@ -144,7 +144,7 @@ def test_written_cluster_replaces_a_scenarios_cluster(tmp_path: Path) -> None:
                "capacity": [{"at": 5.0, "action": "leave", "machines": ["m2"]}]}
     out = write_scenario(_result({"metadata": {"real": ["x"]}, "cluster": cluster}, tmp_path),
                          tmp_path / "c.yaml")
-    assert _read_data(out)["cluster"] == cluster
+    assert read_data(out)["cluster"] == cluster
     w = load_workload(scen, capacity=out)
     assert [m.id for m in w.cluster.machines] == ["m0", "m1", "m2"]
     assert len(w.cluster.timeline) == 1

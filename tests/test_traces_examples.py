@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from utilon.cli.app import app
 from utilon.runner import run_policy
-from utilon.scenario.load import _read_data, load_workload
+from utilon.scenario.load import load_workload, read_data
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "examples" / "traces"
@@ -23,7 +23,7 @@ SMALL = ["sls-2jobs.yaml", "synth-small.yaml", "swim-fb2009-1h.yaml",
 def test_every_example_records_its_provenance() -> None:
     assert len(SCENARIOS) >= 7 and len(CLUSTERS) >= 2
     for p in SCENARIOS + CLUSTERS:
-        meta = _read_data(p)["metadata"]
+        meta = read_data(p)["metadata"]
         assert meta["real"] and meta["assumed"], p
         assert len(meta["trace"]["sha256"]) == 64, p
 
