@@ -1085,3 +1085,39 @@ def test_alsched_places_real_tasks_on_the_machine_its_request_prefers(tmp_path: 
     assert res.summary["finished"] == 1 and res.summary["verified"]["ok"] == 1
     maps = [a for a in res.result.core.attempts if a.task[1] == 0]
     assert maps and {a.machine for a in maps} == {"big"}
+
+
+# ------------------------------------------------------------------ alsched's NBODY, live
+NBODY_LIVE = textwrap.dedent("""\
+    name: nbody-live
+    seed: 2
+    cluster:
+      machines:
+        - {{id: m, count: {count}, capacity: {{slots: {slots}}}}}
+    workload:
+      jobs:
+        - id: nb
+          submit: 0
+          run: {{kind: nbody, bodies: 600, tasks: 2, steps: 2, colocate_speedup: 3}}
+    """)
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(("count", "slots", "together"), [(1, 2, True), (2, 1, False)])
+def test_a_live_nbody_step_pays_for_being_spread(tmp_path: Path, count: int, slots: int,
+                                                 together: bool) -> None:
+    """alsched's §5.1 cost, live: a step whose tasks share one machine runs at its compute
+    time; spread over two machines it pays an emulated exchange of (f - 1) x that time."""
+    f = tmp_path / "s.yaml"
+    f.write_text(NBODY_LIVE.format(count=count, slots=slots), encoding="utf-8")
+    w = load_workload(f)
+    assert w.jobs[0].stages[0].colocate_speedup == 3.0
+    backend = LocalBackend()
+    out = run_live(w, "fifo", backend, out_dir=tmp_path / "run")
+    assert out.summary["finished"] == 1 and out.summary["verified"]["ok"] == 1
+    results = [r["result"] for r in backend.results.values()]
+    assert len(results) == 4 and all(r["colocated"] is together for r in results)
+    if together:
+        assert all(r["exchange_s"] == 0.0 for r in results)
+    else:
+        assert all(r["exchange_s"] > 0.0 for r in results)

@@ -90,7 +90,8 @@ def _override(plan: JobPlan, estimate: Mapping[str, float] | None,
     stages = tuple(
         StagePlan(name=s.name, kind=s.kind, tasks=s.tasks, call=s.call,
                   estimate=(estimate or {}).get(s.name, s.estimate), args=s.args, after=s.after,
-                  demand=dict(demand) if demand is not None else s.demand, gang=s.gang)
+                  demand=dict(demand) if demand is not None else s.demand, gang=s.gang,
+                  colocate_speedup=s.colocate_speedup)
         for s in plan.stages)
     return JobPlan(kind=plan.kind, stages=stages, prepare=plan.prepare, verify=plan.verify,
                    notes=plan.notes)
@@ -200,12 +201,16 @@ def _nbody(spec: NBodyRun, seed: int) -> JobPlan:
         raise ValueError(f"tasks: {spec.tasks} tasks for {spec.bodies} bodies leaves a task "
                          "without bodies; lower tasks or raise bodies")
     pairs = -(-spec.bodies // spec.tasks) * spec.bodies  # the largest slice's pairs
+    f = spec.colocate_speedup
+    # the prior is a step spread over machines (f x the compute, see nbody.step_task), so that
+    # the simulator's speedup (duration / f when co-located) lands on the compute time
     stages = tuple(
         StagePlan(name=nbody.stage_name(s), kind="task", tasks=spec.tasks,
                   call="utilon.jobs.nbody:step_task",
-                  estimate=_estimate(NBODY_S_PER_MPAIR * pairs / MB),
+                  estimate=_estimate(NBODY_S_PER_MPAIR * pairs / MB) * f,
                   args={"step": s, "dt": spec.dt},
-                  after=(nbody.stage_name(s - 1),) if s else None, gang=spec.gang)
+                  after=(nbody.stage_name(s - 1),) if s else None, gang=spec.gang,
+                  colocate_speedup=f)
         for s in range(spec.steps))
     return JobPlan(
         kind="nbody", stages=stages,

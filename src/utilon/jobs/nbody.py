@@ -13,6 +13,7 @@ velocities and masses summing to about 1 (``input/state-00000.npz``, from the se
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,27 @@ def advance(pos: np.ndarray, vel: np.ndarray, mass: np.ndarray, lo: int, hi: int
 
 
 def step_task(ctx: TaskContext) -> dict[str, Any]:
+    """Advance this task's slice of bodies by one step.
+
+    With a co-location speedup ``f`` (alsched's NBODY, §5.1), a step whose tasks do not all
+    run on one machine pays an emulated exchange of the other slices over the network:
+    ``(f - 1)`` times its compute time, so that a spread step takes ``f`` times a co-located
+    one, as in the simulator.  (The logical machines of a local run share this host's memory,
+    so the exchange is emulated, not measured.)"""
     step, dt = int(ctx.args["step"]), float(ctx.args["dt"])
+    t0 = time.perf_counter()
     pos, vel, mass = load_state(ctx.job_dir, step, ctx.tasks)
     lo, hi = body_range(len(mass), ctx.tasks, ctx.index)
     p, v = advance(pos, vel, mass, lo, hi, dt)
     save_npz(slice_path(ctx.job_dir, step, ctx.index), pos=p, vel=v)
-    return {"bodies": hi - lo, "pairs": (hi - lo) * len(mass)}
+    out: dict[str, Any] = {"bodies": hi - lo, "pairs": (hi - lo) * len(mass)}
+    f = float(ctx.args.get("colocate_speedup", 1.0))
+    if f != 1.0:
+        together = bool(ctx.args.get("colocated", False))
+        exchange = 0.0 if together else (f - 1.0) * (time.perf_counter() - t0)
+        time.sleep(exchange)
+        out |= {"colocated": together, "exchange_s": round(exchange, 6)}
+    return out
 
 
 def final_state(job_dir: Path, steps: int, tasks: int) -> tuple[np.ndarray, np.ndarray]:

@@ -60,6 +60,7 @@ class StagePlan:
     after: tuple[str, ...] | None = None  # None: reduce waits for every map, others for none
     demand: Mapping[str, float] | None = None  # None: the scenario's / default demand
     gang: bool = False
+    colocate_speedup: float = 1.0  # alsched's NBODY f: faster when all tasks share a machine
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,10 @@ class NBodyRun(_Planned):
     steps: int = Field(1, ge=1, description="time steps; step s is stage 'step-s'")
     gang: bool = Field(True, description="start all tasks of a step together")
     dt: float = Field(0.01, gt=0, description="time step of the integrator")
+    colocate_speedup: float = Field(
+        1.0, ge=1, le=100, description="alsched's NBODY speedup f (§5.1): a step whose tasks "
+        "all start together on one machine runs f times faster than one spread over several "
+        "(live, a spread step pays an emulated exchange of (f - 1) x its compute time)")
 
 
 class CallableStage(_Strict):

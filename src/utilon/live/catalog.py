@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from utilon.core.messages import TaskRef
+from utilon.core.messages import Command, Launch, TaskRef
 from utilon.jobs.plan import JobPlan, TaskContext
 from utilon.model.job import Job
 from utilon.model.resources import Resources
@@ -65,6 +65,26 @@ class TaskCatalog:
             spec = self._cache[key] = TaskSpec(sp.call, sp.args, self.job_dir(ref.job),
                                                sp.name, sp.tasks, st.tasks[0].demand)
         return spec
+
+    def placement_args(self, commands: Sequence[Command]) -> dict[TaskRef, dict[str, Any]]:
+        """Extra arguments for launches of stages with a co-location speedup (alsched's
+        NBODY): ``colocated`` is true when every task of the stage starts in this batch on
+        one machine -- the simulator's rule (``Simulation._colocated``) -- and the task gets
+        the speedup ``f`` to emulate what a spread run pays."""
+        groups: dict[tuple[str, int], list[Launch]] = {}
+        for c in commands:
+            if type(c) is Launch:
+                st = self._by_id[c.task.job].stages[c.task.stage]
+                if st.colocate_speedup != 1.0:
+                    groups.setdefault((c.task.job, c.task.stage), []).append(c)
+        out: dict[TaskRef, dict[str, Any]] = {}
+        for (job, stage), launches in groups.items():
+            st = self._by_id[job].stages[stage]
+            together = (len(launches) == len(st.tasks)
+                        and len({c.machine for c in launches}) == 1)
+            for c in launches:
+                out[c.task] = {"colocated": together, "colocate_speedup": st.colocate_speedup}
+        return out
 
     def add(self, job: Job, plan: JobPlan | None = None) -> None:
         """A job that arrived after the start (a service's submission)."""

@@ -107,6 +107,7 @@ class LocalBackend(Backend):
         guard = self.guard
         if guard is None:
             raise BackendError("LocalBackend.apply before start()")
+        placed = self.catalog.placement_args(commands)
         for c in commands:
             ref = c.task
             spec = self.catalog.task(ref)
@@ -120,7 +121,8 @@ class LocalBackend(Backend):
                 w.attempt = aid
                 payload = {"call": spec.call, "job": ref.job, "stage": spec.stage,
                            "index": ref.index, "tasks": spec.tasks, "attempt": tries,
-                           "job_dir": str(spec.job_dir), "args": dict(spec.args)}
+                           "job_dir": str(spec.job_dir),
+                           "args": {**spec.args, **placed.get(ref, {})}}
                 w.conn.send((aid, payload))
                 self._busy[aid] = w
                 self._attempts[aid] = (ref, c.machine)

@@ -184,6 +184,7 @@ class RayBackend(Backend):
         guard = self.guard
         if guard is None:
             raise BackendError("RayBackend.apply before start()")
+        placed = self.catalog.placement_args(commands)
         for c in commands:
             ref = c.task
             spec = self.catalog.task(ref)
@@ -196,7 +197,7 @@ class RayBackend(Backend):
                 executor = idle.pop() if idle else self._spawn(c.machine)
                 obj = executor.run.remote((spec.call, ref.job, spec.stage, ref.index,
                                            spec.tasks, tries, str(spec.job_dir),
-                                           dict(spec.args)))
+                                           {**spec.args, **placed.get(ref, {})}))
                 self._running[obj] = (ref, c.machine, executor)
                 self._by_task[ref] = obj
             else:

@@ -354,7 +354,8 @@ class _Builder:
                           duration=sp.estimate, estimate=sp.estimate,
                           demand=dict(sp.demand) if sp.demand is not None else {"slots": 1.0},
                           after=list(sp.after) if sp.after is not None else None, gang=sp.gang,
-                          usage=None, durations=None, colocate_speedup=1.0, request=None)
+                          usage=None, durations=None, colocate_speedup=sp.colocate_speedup,
+                          request=None)
                 for sp in plan.stages]
 
     def job(self, js: JobSpec, loc: str, index: int = 0) -> Job:
