@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from utilon.cloud.outputs import cloud_rows, cloud_summary, write_cloud_outputs
 from utilon.cloud.policy import CloudPolicy
@@ -38,13 +38,23 @@ from utilon.scenario.build import Workload
 from utilon.scenario.spec import ScenarioSpec
 from utilon.sim.engine import SimResult, Simulation
 
+PolicyT = TypeVar("PolicyT")
+ResultT = TypeVar("ResultT")
+
 
 @dataclass(frozen=True)
-class RunOutput:
-    policy: Policy
-    result: SimResult
+class Output(Generic[PolicyT, ResultT]):
+    """One simulated run: the policy object, the simulator's result, the ``jobs.csv`` rows and
+    the summary (a slot run's or a cloud run's)."""
+
+    policy: PolicyT
+    result: ResultT
     rows: list[dict[str, Any]]
     summary: dict[str, Any]
+
+
+RunOutput = Output[Policy, SimResult]
+CloudRunOutput = Output[CloudPolicy, CloudResult]
 
 
 def scenario_params(spec: ScenarioSpec | CloudScenarioSpec, name: str) -> dict[str, Any]:
@@ -113,14 +123,6 @@ def run_policy(
     if out_dir is not None:
         summary = write_outputs(out_dir, rows, summary, provenance(workload), result)
     return RunOutput(policy, result, rows, summary)
-
-
-@dataclass(frozen=True)
-class CloudRunOutput:
-    policy: CloudPolicy
-    result: CloudResult
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any]
 
 
 def cloud_policy_for(workload: CloudWorkload, name: str,
