@@ -126,7 +126,7 @@ class Dispatcher:
             for o in sorted(self._with_ready if ignore_limit else self._hungry):
                 if not self._open:
                     return
-                if candidates is not None and not any(c in open_set for c in candidates):
+                if candidates is not None and open_set.isdisjoint(candidates):
                     return
                 gs = grants[o]
                 if gs.job.n_ready == 0 or (not ignore_limit and gs.running >= gs.limit):
@@ -147,6 +147,8 @@ class Dispatcher:
             cands = list(cands)  # launching closes machines: iterate over a copy
         machines = self.machines
         open_set = self._open_set
+        slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
+        launch = self._launch
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
                 continue
@@ -167,21 +169,23 @@ class Dispatcher:
                 continue
             p = 0
             n = len(cands)
-            while st.ready and (ignore_limit or gs.running < gs.limit):
-                v = st.vectors[st.ready[0]]
+            ready = st.ready
+            vectors = st.vectors
+            while ready and (ignore_limit or gs.running < gs.limit):
+                v = vectors[ready[0]]
                 while p < n:
                     mi = cands[p]
                     if mi in open_set:
                         m = machines[mi]
-                        if self._fits(m, st, v):
+                        if self._fits(m, st, v) if slots else all(map(le, v, m.free)):
                             break
                     p += 1
                 if p == n:
                     break  # the head task fits on no candidate machine now
-                self._launch(job, st, machines[cands[p]], gs, cmds)
+                launch(job, st, machines[cands[p]], gs, cmds)
                 if self.validate:
                     self._check_machine(machines[cands[p]])
-                if st.ready and st.vectors[st.ready[0]] is not v:
+                if ready and vectors[ready[0]] is not v:
                     p = 0  # a different demand may fit machines the last one skipped
 
     def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], n: int,

@@ -68,6 +68,8 @@ _RUNNING = TaskState.RUNNING
 _READY = TaskState.READY
 _DONE = TaskState.DONE
 _UP = MachineState.UP
+# Message NamedTuples built per task event skip their Python-level __new__ (same values)
+_tuple = tuple.__new__
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 ESTIMATE_MODES = ("declared", "online")
@@ -468,7 +470,7 @@ class SchedulerCore(Dispatcher):
         st.states[idx] = _RUNNING
         st.running += 1
         job.n_ready -= 1
-        ref = TaskRef(job.id, st.index, idx)
+        ref = _tuple(TaskRef, (job.id, st.index, idx))
         now = self.now
         st.started_sum += now
         job.running[ref] = (m.index, now)
@@ -488,7 +490,7 @@ class SchedulerCore(Dispatcher):
         if not self._has_room(m):
             self._refresh_open(m)
         self.stats.launched += 1
-        cmds.append(Launch(ref, m.id))
+        cmds.append(_tuple(Launch, (ref, m.id)))
 
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
@@ -584,24 +586,24 @@ class SchedulerCore(Dispatcher):
 
     def _job_view(self, j: JobRT) -> JobView:
         if j.dirty or j.view is None:
+            # Built positionally (fields in declaration order) without the NamedTuples'
+            # Python-level __new__: hundreds of views per decision, thousands of decisions.
             stages = []
             si = self._slot_idx
             for st in j.stages:
-                head = st.ready[0] if st.ready else 0
+                ready = st.ready
+                head = ready[0] if ready else 0
                 size = st.vectors[head][si]
-                stages.append(StageView(
-                    name=st.stage.name, index=st.index, kind=st.stage.kind, total=st.total,
-                    waiting=st.total if st.locked else 0, ready=len(st.ready),
-                    running=st.running, done=st.done,
-                    expected_duration=st.expected,
-                    demand=st.stage.tasks[head].demand,
-                    slot_size=size if size > 0 else 1.0, gang=st.gang,
-                    request=st.stage.request,
-                    started_sum=st.started_sum,
-                ))
+                stage = st.stage
+                stages.append(_tuple(StageView, (
+                    stage.name, st.index, stage.kind, st.total,
+                    st.total if st.locked else 0, len(ready), st.running, st.done,
+                    st.expected, stage.tasks[head].demand, size if size > 0 else 1.0,
+                    st.gang, stage.request, st.started_sum)))
             job = j.job
-            j.view = JobView(job.id, job.tenant, job.submit, job.weight, job.priority,
-                             job.job_class, job.utility, j.state, j.start, tuple(stages))
+            j.view = _tuple(JobView, (job.id, job.tenant, job.submit, job.weight, job.priority,
+                                      job.job_class, job.utility, j.state, j.start,
+                                      tuple(stages)))
             j.dirty = False
         return j.view
 
@@ -635,11 +637,13 @@ class SchedulerCore(Dispatcher):
                 reusable[job.id] = gs
             job.gstates = []
         grants: list[GrantState] = []
+        active = self.active
+        take = reusable.pop
         for order, g in enumerate(decision.grants):
-            job = self.active[g.job]
+            job = active[g.job]
             limit = INF if g.slots is None else g.slots
             if g.stage is None and g.machines is None and not g.gang:
-                kept = reusable.pop(g.job, None)
+                kept = take(g.job, None)
                 if kept is None:
                     gs = GrantState(order, job, None, None, limit)
                     gs.running = len(job.running)
@@ -662,6 +666,8 @@ class SchedulerCore(Dispatcher):
         for gs in grants:
             if gs.job.n_ready and gs.order not in self._with_ready:
                 self._touch(gs.job)
+        if not any(g.kill_excess for g in decision.grants):
+            return
         for g, gs in zip(decision.grants, grants, strict=True):
             if g.kill_excess and gs.running > gs.limit:
                 excess = int(gs.running - gs.limit)

@@ -11,6 +11,8 @@ ready stages are dispatched by the core without a new decision.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot
@@ -24,5 +26,14 @@ class Fifo(Policy):
     triggers = frozenset({Trigger.ARRIVAL, Trigger.TASK_FAILED, Trigger.CAPACITY})
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
-        order = sorted(snapshot.jobs, key=lambda j: (-j.priority, j.submit))  # stable: arrival
-        return Decision(grants=tuple(Grant(j.id) for j in order))
+        # Priority (higher first), then submit time, then arrival: two stable sorts, the
+        # secondary key first, give exactly that order without a key tuple per job.
+        order = sorted(snapshot.jobs, key=_submit)
+        order.sort(key=_priority, reverse=True)  # reverse keeps equal keys in order
+        return Decision(grants=tuple([_tuple(Grant, (j.id, None, None, None, False, False))
+                                      for j in order]))
+
+
+_submit = attrgetter("submit")
+_priority = attrgetter("priority")
+_tuple = tuple.__new__  # a whole-job Grant(job_id), without the NamedTuple's Python __new__

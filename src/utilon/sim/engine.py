@@ -39,6 +39,9 @@ from utilon.sim.usage import UsageTrace
 
 log = logging.getLogger(__name__)
 
+_heappush = heapq.heappush
+_tuple = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
+
 
 
 class Phase(IntEnum):
@@ -110,8 +113,8 @@ class Simulation:
         heapq.heappush(self._heap, (t, phase, self._seq, phase, payload))
 
     def _schedule_exec(self, t: float, ex: Exec) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, 0, self._seq, 0, (ex, ex.version)))
+        self._seq = seq = self._seq + 1
+        _heappush(self._heap, (t, 0, seq, 0, (ex, ex.version)))
 
     # -- the step loop ----------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -179,7 +182,7 @@ class Simulation:
                         continue
                     task_events += 1
                     if fluid.phase_end(ex, now):
-                        stimuli.append(TaskFinished(ex.ref))
+                        stimuli.append(_tuple(TaskFinished, (ex.ref,)))
                 elif kind == Phase.ARRIVAL:
                     stimuli.append(JobSubmitted(jobs[next_job]))
                     next_job += 1
