@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import add, le, sub
@@ -241,8 +242,8 @@ class SchedulerCore(Dispatcher):
             self._dispatch(None, cmds)
         elif self._widen or not triggers <= _QUIET:
             self._dispatch(None, cmds)  # the ready set changed: anything may fit anywhere
-        elif touched:
-            self._dispatch(touched, cmds)
+        elif touched and (self._hungry or self.decision.backfill):
+            self._dispatch(touched, cmds)  # (with no grant hungry and no backfill, a no-op)
         self._widen = False
         if self.validate:
             self.check_invariants()
@@ -487,21 +488,30 @@ class SchedulerCore(Dispatcher):
         if job.state is JobState.QUEUED:
             job.state = JobState.RUNNING
             job.start = now
-        if not self._has_room(m):
-            self._refresh_open(m)
+        # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
+        if self._slot_limit is None:
+            md = self._min_demand
+            room = md is None or all(map(le, md, m.free))
+        else:
+            room = self._has_room(m)
+        if not room and m.index in self._open_set:
+            self._open_set.discard(m.index)
+            del self._open[bisect_left(self._open, m.index)]
         self.stats.launched += 1
         cmds.append(_tuple(Launch, (ref, m.id)))
 
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
         v = st.vectors[ref[2]]
-        m.free = list(map(add, m.free, v))
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
-        del m.tasks[ref]
-        if not m.tasks:
-            m.reset_free()
+        tasks = m.tasks
+        del tasks[ref]
+        if tasks:
+            m.free = list(map(add, m.free, v))
+        else:
+            m.reset_free()  # no task left: recomputed, which drops float noise
         job.dirty = True
         gstates = job.gstates
         if gstates:
@@ -512,7 +522,8 @@ class SchedulerCore(Dispatcher):
                 gs.running -= 1
             self._touch(job)
         dt = self.now - start
-        self._busy_dt[v] = self._busy_dt.get(v, 0.0) + dt  # per distinct demand: cheap
+        busy = self._busy_dt
+        busy[v] = busy.get(v, 0.0) + dt  # per distinct demand: cheap
         if m.price:
             share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
             job.cost += dt * m.price / 3600.0 * share
@@ -564,11 +575,13 @@ class SchedulerCore(Dispatcher):
                     key = (ref[1], mi)
                     where[key] = where.get(key, 0) + 1
                 placement[j.id] = where
+        job_view = self._job_view  # called for changed jobs only; the rest reuse their view
         return ClusterSnapshot(
             now=self.now,
             triggers=triggers,
             machines=self._machine_views,
-            jobs=tuple(self._job_view(j) for j in self.active.values()),
+            jobs=tuple([j.view if not j.dirty and j.view is not None else job_view(j)
+                        for j in self.active.values()]),
             resource_names=self.names,
             slot_resource=self.slot_resource,
             free=free,

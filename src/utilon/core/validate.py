@@ -7,9 +7,19 @@ the offending item: a bug surfaces at the decision that has it, not hours later 
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from utilon.core.decision import Decision
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.errors import InvalidDecision
+
+_WHOLE = {(None, None)}
+_NONE = {None}
+_stage_machines = attrgetter("stage", "machines")
+_gang = attrgetter("gang")
+_job = attrgetter("job")
+_slots = attrgetter("slots")
+_id = attrgetter("id")
 
 
 def _overlap(a_stage: str | None, a_m: frozenset[str] | None, b_stage: str | None,
@@ -25,12 +35,15 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
                               where=where)
     grants = decision.grants
-    if all(g.stage is None and g.machines is None and not g.gang for g in grants):
+    # (C-level passes over the grants first; the generator expressions decide otherwise)
+    if (set(map(_stage_machines, grants)) == _WHOLE and not any(map(_gang, grants))) or all(
+            g.stage is None and g.machines is None and not g.gang for g in grants):
         # The common case (one whole-job grant each): ids active and distinct, sane slots.
-        active = {j.id for j in snap.jobs}
-        ids = [g.job for g in grants]
-        if len(set(ids)) == len(ids) and active.issuperset(ids) and all(
-                g.slots is None or (type(g.slots) is int and g.slots >= 0) for g in grants):
+        active = set(map(_id, snap.jobs))
+        ids = list(map(_job, grants))
+        if len(set(ids)) == len(ids) and active.issuperset(ids) and (
+                set(map(_slots, grants)) <= _NONE or all(
+                g.slots is None or (type(g.slots) is int and g.slots >= 0) for g in grants)):
             _check_rest(decision, active, where)
             return
     jobs = {j.id: j for j in snap.jobs}

@@ -26,7 +26,6 @@ from utilon.core.messages import (
     Launch,
     Stimulus,
     TaskFinished,
-    TaskRef,
     Tick,
 )
 from utilon.core.policy import Policy
@@ -157,18 +156,27 @@ class Simulation:
         total_jobs = len(jobs)
         finished_reported = 0
         now = last_batch = 0.0
+        core_jobs = core.jobs
+        names = core.names
+        machine_index = self._machine_index
+        fluid_launch = fluid.launch
+        phase_end = fluid.phase_end
+        horizon = self.horizon  # fixed for the run: read once, not once per batch
+        wall_limit = self.wall_limit
+        stop_when = self.stop_when
+        progress = self._progress
         while heap:
             if next_job == total_jobs and not core.active:
                 break  # every job is done: later capacity changes and ticks change nothing
             now = heap[0][0]
-            if self.horizon is not None and now > self.horizon:
+            if horizon is not None and now > horizon:
                 if core.active or next_job < total_jobs:
-                    stopped = f"horizon {self.horizon:g} s reached"
-                    last_batch = self.horizon
+                    stopped = f"horizon {horizon:g} s reached"
+                    last_batch = horizon
                 break
-            if self.wall_limit is not None and self._timer() - wall0 > self.wall_limit:
+            if wall_limit is not None and self._timer() - wall0 > wall_limit:
                 if core.active or next_job < total_jobs:
-                    stopped = (f"wall-clock limit of {self.wall_limit:g} s reached at "
+                    stopped = (f"wall-clock limit of {wall_limit:g} s reached at "
                                f"simulated time {now:.0f} s")
                 break
             stimuli: list[Stimulus] = []
@@ -181,7 +189,7 @@ class Simulation:
                     if payload[1] != ex.version:  # type: ignore[index]
                         continue
                     task_events += 1
-                    if fluid.phase_end(ex, now):
+                    if phase_end(ex, now):
                         stimuli.append(_tuple(TaskFinished, (ex.ref,)))
                 elif kind == Phase.ARRIVAL:
                     stimuli.append(JobSubmitted(jobs[next_job]))
@@ -204,8 +212,17 @@ class Simulation:
                 faster = self._colocated(cmds) if self._colocating else None
                 for c in cmds:
                     if type(c) is Launch:
-                        self._launch(c.task, c.machine, now,
-                                     faster.get(c.task[:2], 1.0) if faster else 1.0)
+                        # _launch, inlined: one launch per task is the hot path
+                        ref = c[0]
+                        st = core_jobs[ref[0]].stages[ref[1]]
+                        task = st.stage.tasks[ref[2]]
+                        work = task.duration / (faster.get(ref[:2], 1.0) if faster else 1.0)
+                        if task.phases:
+                            phases = tuple((p.fraction * work, p.usage.vector(names))
+                                           for p in task.phases)
+                        else:
+                            phases = ((work, st.vectors[ref[2]]),)
+                        fluid_launch(ref, machine_index[c[1]], now, phases)
                     else:
                         fluid.kill(c.task, now)
                 if ticked:
@@ -215,16 +232,16 @@ class Simulation:
                     if keep:
                         self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]
                     stopped = stopped or why
-                if self.stop_when is not None:
-                    why = self.stop_when(now, core)
+                if stop_when is not None:
+                    why = stop_when(now, core)
                     if why:
                         stopped = why
                         break
-                if self._progress is not None:
+                if progress is not None:
                     done = total_jobs - len(core.active) - (total_jobs - next_job)
                     if done != finished_reported:
                         finished_reported = done
-                        self._progress(done, total_jobs)
+                        progress(done, total_jobs)
         if core.active and not stopped:
             stopped = "no task can run and nothing will change"
         end = max((j.finish for j in core.jobs.values() if j.finish is not None),
@@ -250,19 +267,6 @@ class Simulation:
             if len(machines) == 1 and n == len(stage.tasks):
                 out[key] = stage.colocate_speedup
         return out
-
-    def _launch(self, ref: TaskRef, machine: str, now: float, speedup: float = 1.0) -> None:
-        job_rt = self.core.jobs[ref[0]]
-        st = job_rt.stages[ref[1]]
-        task = st.stage.tasks[ref[2]]
-        work = task.duration / speedup
-        if task.phases:
-            names = self.core.names
-            phases = tuple((p.fraction * work, p.usage.vector(names))
-                           for p in task.phases)
-        else:
-            phases = ((work, st.vectors[ref[2]]),)
-        self.fluid.launch(ref, self._machine_index[machine], now, phases)
 
     def _apply_capacity(self, change: CapacityChange, now: float) -> None:
         mi = self._machine_index[change.machine]

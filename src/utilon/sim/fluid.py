@@ -47,14 +47,14 @@ class Exec:
     __slots__ = ("last", "machine", "phase", "phases", "rate", "ref", "remaining", "version")
 
     def __init__(self, ref: TaskRef, machine: int,
-                 phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
+                 phases: Sequence[tuple[float, tuple[float, ...]]], last: float = 0.0) -> None:
         self.ref = ref
         self.machine = machine
         self.phases = phases  # (work seconds at full speed, actual usage vector)
         self.phase = 0
         self.remaining = phases[0][0]
         self.rate = 0.0
-        self.last = 0.0
+        self.last = last  # when ``remaining`` was last brought up to date
         self.version = 0
 
 
@@ -94,30 +94,29 @@ class FluidModel:
     def launch(self, ref: TaskRef, mi: int, now: float,
                phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
         m = self.machines[mi]
-        ex = Exec(ref, mi, phases)
-        ex.last = now
+        ex = Exec(ref, mi, phases, now)
         m.execs[ref] = ex
         self.execs[ref] = ex
-        use = phases[0][1]
-        m.usage = list(map(add, m.usage, use))
-        if m.over or m.overcommitted():
+        m.usage = usage = list(map(add, m.usage, phases[0][1]))
+        if m.over or any(map(gt, usage, m.cap_eps)):  # over-committed: recompute the rates
             self._recompute(m, now)
         else:
-            ex.rate = m.speed
-            if ex.rate > 0:
-                self._schedule(now + ex.remaining / ex.rate, ex)
+            ex.rate = rate = m.speed
+            if rate > 0:
+                self._schedule(now + ex.remaining / rate, ex)
         if self._rec is not None:
             self._rec.note(mi, m, now)
 
     def phase_end(self, ex: Exec, now: float) -> bool:
         """Advance ``ex`` past its current phase; True if the task is finished."""
         m = self.machines[ex.machine]
-        old = ex.phases[ex.phase][1]
-        ex.phase += 1
-        if ex.phase == len(ex.phases):
+        phases = ex.phases
+        old = phases[ex.phase][1]
+        ex.phase = phase = ex.phase + 1
+        if phase == len(phases):
             self._remove(m, ex, now)  # records
             return True
-        new = ex.phases[ex.phase][1]
+        new = phases[phase][1]
         m.usage = [u - a + b for u, a, b in zip(m.usage, old, new, strict=True)]
         ex.remaining = ex.phases[ex.phase][0]
         ex.last = now
@@ -140,9 +139,11 @@ class FluidModel:
         del m.execs[ex.ref]
         del self.execs[ex.ref]
         ex.version += 1
-        use = ex.phases[min(ex.phase, len(ex.phases) - 1)][1]
-        m.usage = list(map(sub, m.usage, use))
-        if not m.execs:
+        if m.execs:
+            phases = ex.phases
+            p, n = ex.phase, len(phases)
+            m.usage = list(map(sub, m.usage, phases[p if p < n else n - 1][1]))
+        else:
             m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
         if m.over:
             self._recompute(m, now)
