@@ -68,6 +68,8 @@ INF = float("inf")
 _RUNNING = TaskState.RUNNING
 _READY = TaskState.READY
 _DONE = TaskState.DONE
+_QUEUED = JobState.QUEUED
+_TASK_FINISHED = Trigger.TASK_FINISHED
 _UP = MachineState.UP
 # Message NamedTuples built per task event skip their Python-level __new__ (same values)
 _tuple = tuple.__new__
@@ -308,6 +310,7 @@ class SchedulerCore(Dispatcher):
         st.running -= 1
         st.started_sum = st.started_sum - run[1] if st.running else 0.0
         st.done += 1
+        st.view = None
         m = self.machines[run[0]]
         if self.online:  # the stage's estimate becomes the mean of what was measured
             st.observed += 1
@@ -316,7 +319,7 @@ class SchedulerCore(Dispatcher):
         self._release(job, st, ref, m, run[1], "done")
         self.stats.completed += 1
         touched.append(m.index)
-        triggers.add(Trigger.TASK_FINISHED)
+        triggers.add(_TASK_FINISHED)
         if st.done == st.total:
             triggers.add(Trigger.STAGE_FINISHED)
             for di in st.dependents:
@@ -340,6 +343,7 @@ class SchedulerCore(Dispatcher):
             self._requeue(job, TaskRef(*ref), "killed", cmds, reason=f"job {reason}")
         for st in job.stages:  # nothing of it may be dispatched again
             st.ready.clear()
+            st.view = None
         job.n_ready = 0
         self._touch(job)
         check_move(f"job {job.id}", job.state, JobState.CANCELLED)
@@ -357,6 +361,7 @@ class SchedulerCore(Dispatcher):
             check_move(f"task {job.id}/{st.stage.name}/{bad}", st.states[bad], _READY)
         st.states = [_READY] * st.total
         st.ready.extend(range(st.total))
+        st.view = None
         job.n_ready += st.total
         job.dirty = True
         self._touch(job)
@@ -470,6 +475,7 @@ class SchedulerCore(Dispatcher):
                                     f"{st.states[idx].name} -> RUNNING")
         st.states[idx] = _RUNNING
         st.running += 1
+        st.view = None
         job.n_ready -= 1
         ref = _tuple(TaskRef, (job.id, st.index, idx))
         now = self.now
@@ -485,7 +491,7 @@ class SchedulerCore(Dispatcher):
         job.dirty = True
         if gs.running >= gs.limit or not job.n_ready:
             self._touch(job)
-        if job.state is JobState.QUEUED:
+        if job.state is _QUEUED:
             job.state = JobState.RUNNING
             job.start = now
         # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
@@ -544,6 +550,7 @@ class SchedulerCore(Dispatcher):
         st.running -= 1
         st.started_sum = st.started_sum - start if st.running else 0.0
         st.ready.appendleft(ref[2])
+        st.view = None
         job.n_ready += 1
         m = self.machines[mi]
         self._release(job, st, ref, m, start, outcome)
@@ -604,15 +611,18 @@ class SchedulerCore(Dispatcher):
             stages = []
             si = self._slot_idx
             for st in j.stages:
-                ready = st.ready
-                head = ready[0] if ready else 0
-                size = st.vectors[head][si]
-                stage = st.stage
-                stages.append(_tuple(StageView, (
-                    stage.name, st.index, stage.kind, st.total,
-                    st.total if st.locked else 0, len(ready), st.running, st.done,
-                    st.expected, stage.tasks[head].demand, size if size > 0 else 1.0,
-                    st.gang, stage.request, st.started_sum)))
+                view = st.view  # None since the stage changed (every change resets it)
+                if view is None:
+                    ready = st.ready
+                    head = ready[0] if ready else 0
+                    size = st.vectors[head][si]
+                    stage = st.stage
+                    st.view = view = _tuple(StageView, (
+                        stage.name, st.index, stage.kind, st.total,
+                        st.total if st.locked else 0, len(ready), st.running, st.done,
+                        st.expected, stage.tasks[head].demand, size if size > 0 else 1.0,
+                        st.gang, stage.request, st.started_sum))
+                stages.append(view)
             job = j.job
             j.view = _tuple(JobView, (job.id, job.tenant, job.submit, job.weight, job.priority,
                                       job.job_class, job.utility, j.state, j.start,
@@ -653,10 +663,11 @@ class SchedulerCore(Dispatcher):
         active = self.active
         take = reusable.pop
         for order, g in enumerate(decision.grants):
-            job = active[g.job]
-            limit = INF if g.slots is None else g.slots
-            if g.stage is None and g.machines is None and not g.gang:
-                kept = take(g.job, None)
+            job_id, slots, stage_name, machines, _, gang = g  # one unpack, not five lookups
+            job = active[job_id]
+            limit = INF if slots is None else slots
+            if stage_name is None and machines is None and not gang:
+                kept = take(job_id, None)
                 if kept is None:
                     gs = GrantState(order, job, None, None, limit)
                     gs.running = len(job.running)

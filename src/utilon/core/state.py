@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from utilon.core.snapshot import JobView, MachineView
+from utilon.core.snapshot import JobView, MachineView, StageView
 from utilon.model.cluster import Machine
 from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
@@ -19,7 +19,7 @@ FIT_EPS = 1e-9
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
                  "locked", "observed", "observed_sum", "ready", "running", "stage", "started_sum",
-                 "states", "total", "vectors")
+                 "states", "total", "vectors", "view")
 
     def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]]) -> None:
         self.index = index
@@ -37,6 +37,8 @@ class StageRT:
         self.running = 0
         self.started_sum = 0.0  # sum of the running tasks' start times (elapsed work, O(1))
         self.done = 0
+        # the stage's snapshot view, reset to None by every change of what it shows
+        self.view: StageView | None = None
         if self.locked:
             self.states = [TaskState.WAITING] * self.total
             self.ready: deque[int] = deque()
