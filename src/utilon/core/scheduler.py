@@ -662,6 +662,9 @@ class SchedulerCore(Dispatcher):
         grants: list[GrantState] = []
         active = self.active
         take = reusable.pop
+        touch = self._touch
+        self._hungry = set()
+        self._with_ready = set()
         for order, g in enumerate(decision.grants):
             job_id, slots, stage_name, machines, _, gang = g  # one unpack, not five lookups
             job = active[job_id]
@@ -684,12 +687,11 @@ class SchedulerCore(Dispatcher):
                                  if gs.covers(r[1], mi))
             job.gstates.append(gs)
             grants.append(gs)
+            if job.n_ready:
+                # Indexes the job's grants so far; a later grant of the same job touches them
+                # all again, which leaves the same sets as one touch per job at the end.
+                touch(job)
         self._grants = grants
-        self._hungry = set()
-        self._with_ready = set()
-        for gs in grants:
-            if gs.job.n_ready and gs.order not in self._with_ready:
-                self._touch(gs.job)
         if not any(g.kill_excess for g in decision.grants):
             return
         for g, gs in zip(decision.grants, grants, strict=True):
