@@ -1,10 +1,19 @@
-"""The service's store on SQLite and, when ``UTILON_TEST_POSTGRES`` names a database
-(``postgresql+psycopg://user:pass@localhost/db``; its tables are dropped first), on
-PostgreSQL: the same SQLAlchemy code serves both."""
+"""The service's store on SQLite and on PostgreSQL: the same SQLAlchemy code serves both.
+
+PostgreSQL is ``UTILON_TEST_POSTGRES`` when it names a database
+(``postgresql+psycopg://user:pass@host/db``; its tables are dropped first); otherwise, when
+Debian's PostgreSQL server binaries are installed, a throwaway server is started for these
+tests in a temporary folder (a Unix socket, no TCP port) and stopped after them.  Only a
+machine with neither skips the PostgreSQL half, and says why.
+"""
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,17 +24,49 @@ from utilon.service.store import Store, StoreError, _md
 PG = os.environ.get("UTILON_TEST_POSTGRES", "")
 
 
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    if PG:
+        yield PG
+        return
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        pytest.skip("no PostgreSQL server here (apt-get install postgresql), and "
+                    "UTILON_TEST_POSTGRES is not set")
+    bindir = Path(bins[-1]).parent
+    # not pytest's tmp_path: its parents are private to root, and a socket path must be short
+    d = Path(tempfile.mkdtemp(prefix="utilon-pg-"))
+    data = d / "data"
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses root: run the server as the postgres user
+        if shutil.which("runuser") is None:
+            pytest.skip("running as root without runuser: cannot start PostgreSQL")
+        as_user = ["runuser", "-u", "postgres", "--"]
+        shutil.chown(d, "postgres")
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
+                    "-U", "postgres"], check=True, capture_output=True)
+    opts = f"-k {d} -c listen_addresses='' -p 54329"
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w",
+                    "-l", str(d / "log"), "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql+psycopg://postgres@/postgres?host={d}&port=54329"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast",
+                        "stop"], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "postgres":
-        if not PG:
-            pytest.skip("set UTILON_TEST_POSTGRES to a PostgreSQL URL to test it")
         import sqlalchemy as sa
 
-        engine = sa.create_engine(PG)
+        url = request.getfixturevalue("pg_url")
+        engine = sa.create_engine(url)
         _md.drop_all(engine)
         engine.dispose()
-        s = Store(PG)
+        s = Store(url)
     else:
         s = Store(str(tmp_path / "u.db"))
     yield s

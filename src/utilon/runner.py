@@ -183,8 +183,7 @@ def run_policies(
     ship = ray_address is not None
     items = [(n, dict(overrides or {}), None if out_dir is None else out_dir / n, ship,
               wall_limit) for n in names]
-    one: Callable[..., Any] = _run_cloud_one if isinstance(workload, CloudWorkload) else _run_one
-    done = run_all(one, workload, items, jobs=jobs, ray_address=ray_address,
+    done = run_all(_run_one, workload, items, jobs=jobs, ray_address=ray_address,
                    on_progress=on_progress)
     for (_, _, target, _, _), (_, files) in zip(items, done, strict=True):
         if files:
@@ -204,26 +203,23 @@ def write_files(directory: Path, files: Mapping[str, bytes]) -> None:
         (directory / name).write_bytes(data)
 
 
-def _run_one(workload: Workload,
+def _run_one(workload: Workload | CloudWorkload,
              item: tuple[str, dict[str, Any], Path | None, bool, float | None],
              progress: Callable[[int, int], None] | None
              ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """One policy of ``run_policies`` in a worker: its summary, and its files when they must
+    travel back (a Ray node has no shared file system)."""
     name, overrides, target, ship, wall_limit = item
-    if target is None or not ship:
-        return run_policy(workload, name, overrides, out_dir=target, progress=progress,
-                          wall_limit=wall_limit).summary, {}
-    return written(lambda d: run_policy(workload, name, overrides, out_dir=d,
-                                        progress=progress, wall_limit=wall_limit).summary)
 
+    def one(out_dir: Path | None) -> dict[str, Any]:
+        if isinstance(workload, CloudWorkload):
+            return run_cloud_policy(workload, name, overrides, out_dir=out_dir).summary
+        return run_policy(workload, name, overrides, out_dir=out_dir, progress=progress,
+                          wall_limit=wall_limit).summary
 
-def _run_cloud_one(workload: CloudWorkload,
-                   item: tuple[str, dict[str, Any], Path | None, bool, float | None],
-                   progress: Callable[[int, int], None] | None
-                   ) -> tuple[dict[str, Any], dict[str, bytes]]:
-    name, overrides, target, ship, _ = item
     if target is None or not ship:
-        return run_cloud_policy(workload, name, overrides, out_dir=target).summary, {}
-    return written(lambda d: run_cloud_policy(workload, name, overrides, out_dir=d).summary)
+        return one(target), {}
+    return written(one)
 
 
 T = TypeVar("T")
