@@ -455,3 +455,33 @@ def test_max_wall_generous_enough_changes_nothing(tmp_path: Path) -> None:
     for p in ("fifo", "edf-p"):
         assert ((tmp_path / "0" / p / "jobs.csv").read_bytes()
                 == (tmp_path / "2" / p / "jobs.csv").read_bytes())
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["simulate"], "utilon simulate: Missing argument 'scenario'."),
+    (["simulate", "x.yaml", "--bogus"], "utilon simulate: No such option: --bogus"),
+    (["frobnicate"], "utilon: No such command 'frobnicate'."),
+    (["simulate", "x.yaml", "--seed", "abc"], "Invalid value for '--seed'"),
+])
+def test_command_line_mistakes_are_one_error_line(argv: list[str], says: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """What the ``utilon`` command prints for a mistake in its own arguments: one
+    ``error:`` line naming the command and pointing at its help, exit 2 -- not a box."""
+    from utilon.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and says in lines[0]
+    assert "--help'" in lines[0] and "╭" not in lines[0]
+
+
+def test_the_command_exits_0_on_help_and_on_success(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    from utilon.cli import main
+
+    main(["--help"])  # returns: no SystemExit on success
+    main(["policies"])
+    assert "fifo" in capsys.readouterr().out

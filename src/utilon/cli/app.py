@@ -36,6 +36,11 @@ from utilon.cli.common import (
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
 from utilon.cli.plan import plan_command
+
+try:  # typer >= 0.2x carries its own copy of click; older ones use click itself
+    from typer._click import exceptions as _click
+except ImportError:  # pragma: no cover - depends on the installed typer
+    from click import exceptions as _click
 from utilon.cli.reproduce import reproduce_app
 from utilon.cli.service import register as register_service
 from utilon.cli.solve import solve_app
@@ -517,6 +522,25 @@ def world_class(name: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    app(args=argv)
+    """The ``utilon`` command.  A command-line mistake (a missing argument, an unknown
+    option or command, a bad value) is one ``error:`` line naming the command and the fix,
+    exit status 2, like every other refusal -- not click's boxed usage block."""
+    try:
+        code = app(args=argv, prog_name="utilon" if argv is not None else None,
+                   standalone_mode=False)
+    except _click.UsageError as e:
+        cmd = e.ctx.command_path if e.ctx is not None else "utilon"
+        err.print(f"[bold red]error:[/] {cmd}: {e.format_message()} (fix: see "
+                   f"'{cmd} --help')", highlight=False, soft_wrap=True)
+        sys.exit(e.exit_code)
+    except _click.ClickException as e:
+        err.print(f"[bold red]error:[/] {e.format_message()}", highlight=False,
+                   soft_wrap=True)
+        sys.exit(e.exit_code)
+    except _click.Abort:
+        err.print("interrupted")
+        sys.exit(130)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
