@@ -101,7 +101,8 @@ def _values(u: list[float] | SigmoidUtility | LinearUtility, slots: int) -> np.n
     if isinstance(u, SigmoidUtility):
         with np.errstate(over="ignore"):
             return u.p / (1.0 + np.exp(u.mu * (t - u.deadline)))
-    return np.where(t <= u.deadline, u.value - u.slope * t, u.late_value)
+    with np.errstate(over="ignore", invalid="ignore"):  # build() refuses what is not finite
+        return np.where(t <= u.deadline, u.value - u.slope * t, u.late_value)
 
 
 def _error(where: str, msg: str, fix: str) -> ScenarioError:
