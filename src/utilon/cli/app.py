@@ -38,9 +38,9 @@ from utilon.cli.common import state as _state
 from utilon.cli.plan import plan_command
 
 try:  # typer >= 0.2x carries its own copy of click; older ones use click itself
-    from typer._click import exceptions as _click
+    from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - depends on the installed typer
-    from click import exceptions as _click
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
 from utilon.cli.reproduce import reproduce_app
 from utilon.cli.service import register as register_service
 from utilon.cli.solve import solve_app
@@ -528,16 +528,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=argv, prog_name="utilon" if argv is not None else None,
                    standalone_mode=False)
-    except _click.UsageError as e:
+    except UsageError as e:
         cmd = e.ctx.command_path if e.ctx is not None else "utilon"
         err.print(f"[bold red]error:[/] {cmd}: {e.format_message()} (fix: see "
                    f"'{cmd} --help')", highlight=False, soft_wrap=True)
         sys.exit(e.exit_code)
-    except _click.ClickException as e:
+    except ClickException as e:
         err.print(f"[bold red]error:[/] {e.format_message()}", highlight=False,
                    soft_wrap=True)
         sys.exit(e.exit_code)
-    except _click.Abort:
+    except typer.Abort:
         err.print("interrupted")
         sys.exit(130)
     if isinstance(code, int) and code:
