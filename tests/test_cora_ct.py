@@ -21,6 +21,8 @@ from utilon.policies.cora.continuous import (
     Pieces,
     fluid_feasible,
     fluid_finish,
+    loss_rate_order,
+    protect_floors,
     protected_edf_order,
     solve_fluid,
 )
@@ -169,10 +171,13 @@ def _two_jobs(poor_goal: float) -> list[dict]:
              "stages": [{"name": "map", "durations": [10.0] * 8}]}]
 
 
-@pytest.mark.parametrize("above_min", ["leximin", "edf"])
+@pytest.mark.parametrize("above_min", ["leximin", "edf", "sum"])
 def test_the_max_min_level_moves_up_a_job_edf_would_sink(above_min: str) -> None:
-    """EDF serves the rich job first and leaves the poor one 0.27; either objective of
-    ``cora-ct`` serves the poor job first (0.73, the rich job still 1.6)."""
+    """EDF serves the rich job first and leaves the poor one 0.27; every objective of
+    ``cora-ct`` serves the poor job first (0.73, the rich job still 1.6) -- with ``sum``
+    because no job has finished yet, so the run's first level is the present jobs' one, and
+    the loss-rate order (rich first: it loses 0.06 a second, the poor job 0.02) would miss
+    the poor job's floor."""
     wl = build_workload(parse_scenario(_doc(_two_jobs(30.0)), "ct.yaml"))
     fin = {}
     for name, params in (("edf-p", {}), ("cora-ct", {"above_min": above_min})):
@@ -182,10 +187,12 @@ def test_the_max_min_level_moves_up_a_job_edf_would_sink(above_min: str) -> None
     assert fin["edf-p"] == {"rich": pytest.approx(20.0), "poor": pytest.approx(40.0)}
     assert fin["cora-ct"] == {"rich": pytest.approx(40.0), "poor": pytest.approx(20.0)}
     report = pol.report()
-    if above_min == "edf":
-        assert report["edf_overrides"] >= 1 and report["moved_up"] == ["poor"]
-    else:
+    if above_min == "leximin":
         assert "edf_overrides" not in report
+    else:
+        assert report["edf_overrides"] >= 1 and report["moved_up"] == ["poor"]
+    if above_min == "sum":
+        assert report["floor_repairs"] >= 1
 
 
 def test_above_the_minimum_the_order_is_edf() -> None:
@@ -208,8 +215,97 @@ def test_above_the_minimum_the_order_is_edf() -> None:
     assert finish.tolist() == pytest.approx([40.0, 20.0])
 
 
+def _after_a_low_job() -> list[dict]:
+    """A job that finishes at 10 s worth 0.003 (its goal was 5 s), then, submitted at 10 s,
+    two jobs of two waves each: ``flat`` (p = 2, goal 50, hardly falls: 1.10 first, 1.00
+    second) and ``falling`` (p = 3, goal 65, already falling: 2.91 first, 2.45 second).
+    EDF and the max-min both serve ``flat`` first (its goal is earlier; it is the lower of
+    the two); the sum is 0.36 higher the other way round."""
+    wave = {"name": "map", "durations": [10.0] * 8}
+    return [{"id": "low", "submit": 0, "stages": [{"name": "map", "durations": [10.0] * 4}],
+             "utility": {"kind": "sigmoid", "deadline": 5.0, "p": 0.5, "mu": 1.0}},
+            {"id": "flat", "submit": 10, "stages": [wave],
+             "utility": {"kind": "sigmoid", "deadline": 40.0, "p": 2.0, "mu": 0.01}},
+            {"id": "falling", "submit": 10, "stages": [wave],
+             "utility": {"kind": "sigmoid", "deadline": 55.0, "p": 3.0, "mu": 0.1}}]
+
+
+def test_above_the_runs_minimum_the_order_maximises_the_sum() -> None:
+    """``above_min: sum`` serves ``falling`` first: it loses 0.023 a second over the two
+    task durations after its earliest finish, ``flat`` 0.005, with equal work (Smith's rule);
+    the run's minimum (``low``, 0.003, already final) is far below what either keeps, so no
+    floor stops it.  EDF and the leximin serve ``flat`` first and get a 0.36 lower sum."""
+    wl = build_workload(parse_scenario(_doc(_after_a_low_job()), "ct.yaml"))
+    fin, total = {}, {}
+    for label, name, params in (("edf", "edf-p", {}), ("leximin", "cora-ct", {}),
+                                ("sum", "cora-ct", {"above_min": "sum"})):
+        pol = make_policy(name, params)
+        res = Simulation(wl.cluster, wl.jobs, pol).run()
+        fin[label] = {j: r.finish for j, r in res.core.jobs.items()}
+        total[label] = sum(j.utility.value(fin[label][j.id]) for j in wl.jobs)
+    for label in ("edf", "leximin"):
+        assert fin[label] == {"low": pytest.approx(10.0), "flat": pytest.approx(30.0),
+                              "falling": pytest.approx(50.0)}
+    assert fin["sum"] == {"low": pytest.approx(10.0), "flat": pytest.approx(50.0),
+                          "falling": pytest.approx(30.0)}
+    assert total["sum"] > total["edf"] + 0.3
+    report = pol.report()
+    assert report["run_min"] == pytest.approx(0.5 / (1 + np.exp(5.0)), abs=1e-6)
+    assert report["floor_repairs"] == 0 and report["moved_up"] == ["falling"]
+
+
+@pytest.mark.parametrize("floors", ["run", "present", "none"])
+def test_the_run_minimum_is_what_lets_the_sum_order_through(floors: str) -> None:
+    """The same two jobs with no low job before them: the run's first level is the present
+    jobs' max-min level (``flat``'s value first), which the sum order would break, so the
+    floors put ``flat`` first -- the guarantee the sum order never trades.  Without floors
+    (the ablation) ``falling`` goes first and ``flat`` ends below that level."""
+    jobs = _after_a_low_job()[1:]
+    for j in jobs:
+        j["submit"] = 0
+        j["utility"]["deadline"] -= 10.0
+    wl = build_workload(parse_scenario(_doc(jobs), "ct.yaml"))
+    pol = make_policy("cora-ct", {"above_min": "sum", "floors": floors})
+    res = Simulation(wl.cluster, wl.jobs, pol).run()
+    first, second = ("falling", "flat") if floors == "none" else ("flat", "falling")
+    assert {j: r.finish for j, r in res.core.jobs.items()} == {
+        first: pytest.approx(20.0), second: pytest.approx(40.0)}
+    report = pol.report()
+    assert (report["floor_repairs"] == 0) == (floors == "none")
+    assert report.get("floors_broken", 0) == 0 and ("floors_broken" in report) == (
+        floors != "none")
+
+
+def test_loss_rate_order_and_floor_repair() -> None:
+    """Smith's rule on the utilities: per container-second, the job losing more per second
+    goes first; a floor the order misses moves that job up, one floor it cannot keep even
+    first gives None."""
+    wl = build_workload(parse_scenario(_doc(_after_a_low_job()[1:]), "ct.yaml"))
+    core = SchedulerCore(wl.cluster, make_policy("fifo"))
+    core.handle(10.0, [JobSubmitted(j) for j in wl.jobs])
+    views = core.snapshot().jobs
+    assert [v.id for v in views] == ["flat", "falling"]
+    pieces = Pieces(work=np.array([80.0, 80.0, 0.0, 0.0]), cap=np.array([4.0, 4.0, 1.0, 1.0]),
+                    offset=np.zeros(4))
+    earliest = np.array([30.0, 30.0])
+    order = loss_rate_order(views, 10.0, 4.0, pieces, earliest, np.array([20.0, 20.0]))
+    assert [views[i].id for i in order] == ["falling", "flat"]
+    # ten times the work for the falling job: 0.023 / 10 per container-second is below
+    # flat's 0.005
+    big = Pieces(work=np.array([80.0, 800.0, 0.0, 0.0]), cap=pieces.cap, offset=pieces.offset)
+    order = loss_rate_order(views, 10.0, 4.0, big, np.array([30.0, 210.0]),
+                            np.array([20.0, 20.0]))
+    assert [views[i].id for i in order] == ["flat", "falling"]
+    kept = protect_floors((1, 0), np.array([40.0, np.inf]), 10.0, 4.0, pieces, earliest)
+    assert kept is not None and kept[0] == (0, 1)
+    assert kept[1].tolist() == pytest.approx([30.0, 50.0])
+    assert protect_floors((1, 0), np.array([20.0, np.inf]), 10.0, 4.0, pieces,
+                          earliest) is None
+
+
 @pytest.mark.parametrize("bad", [{"margin": -1}, {"margin": 11}, {"resolution": 0},
-                                 {"above_min": "sum"}])
+                                 {"above_min": "max"}, {"window": 0}, {"window": 11},
+                                 {"floors": "all"}])
 def test_bad_parameters_are_refused(bad: dict) -> None:
     with pytest.raises(ParameterError, match="cora-ct"):
         make_policy("cora-ct", bad)

@@ -79,6 +79,7 @@ TEMPLATES = (  # seconds per task; ASSUMED (see module docstring)
 # the paper's numbers, for printing beside ours
 PAPER_TABLE1 = {  # scheduler: (min, sum, solver ms mean, std)
     "cora": (0.008367, 241.8256, 347.47, 726.29), "cora-ct": (None, None, None, None),
+    "cora-ct-sum": (None, None, None, None),
     "fifo": (0.0, 164.0450, None, None),
     "fair": (0.0, 120.6410, None, None), "rrh": (0.0, 167.1594, None, None),
     "edf-p": (0.0, 147.6562, None, None)}
@@ -88,8 +89,16 @@ PAPER_TABLE2 = {10: (0.1729, 46.5574, 0.0, 36.0844), 20: (0.3610, 45.9568, 0.0, 
 PAPER_TABLE3 = {10: (0.5, 1864.1, 0.5, 884.5), 20: (0.5, 2461.4, 0.5, 1411.0),
                 30: (0.5, 3181.6, 0.5, 1630.5), 45: (0.5, 3881.0, 0.5, 2291.4),
                 60: (0.5, 6380.1, 0.5, 3651.1)}  # % steep
-SCHEDULERS = ("cora", "cora-ct", "fifo", "fair", "rrh", "edf-p")
-MIX_SCHEDULERS = ("cora", "cora-ct", "rrh")  # Tables II and III
+SCHEDULERS = ("cora", "cora-ct", "cora-ct-sum", "fifo", "fair", "rrh", "edf-p")
+MIX_SCHEDULERS = ("cora", "cora-ct", "cora-ct-sum", "rrh")  # Tables II and III
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "cora-ct-sum": ("cora-ct", {"above_min": "sum"})}
+"""Rows that are a registered policy with options (docs/policies.md#cora-ct)."""
+
+
+def _policy(s: str) -> tuple[str, dict[str, Any] | None]:
+    """(registered name, options) of a scheduler row."""
+    return VARIANTS.get(s, (s, None))
 
 
 # ------------------------------------------------------------------ workload
@@ -361,7 +370,7 @@ def _table1_run(wl: Workload, s: str, progress: Callable[[int, int], None] | Non
 
     def write(d: Path) -> tuple[SimResult, list[dict[str, Any]], dict[str, Any]]:
         if recorder is None:
-            o = run_policy(wl, s, out_dir=d, progress=progress)
+            o = run_policy(wl, *_policy(s), out_dir=d, progress=progress)
             return o.result, o.rows, o.summary
         pol = recorder.policy
         res = Simulation(wl.cluster, wl.jobs, pol, on_decision=recorder,
@@ -408,7 +417,7 @@ def _mix_run(_: None, item: tuple[int, int, int, str, str],
                     else ("steep", "gradual", "flat"))
     mix = {hi: pct / 100, lo: 0.75 - pct / 100, none: 0.25}
     wl = cora_workload(n, mix, seed + pct, utility=utility, name=f"cora-{utility}-{pct}")
-    o = run_policy(wl, s, progress=progress)
+    o = run_policy(wl, *_policy(s), progress=progress)
     umin, usum = _u_stats(o.rows, (hi, lo))
     deltas = {c: [r["delta"] for r in o.rows if r["class"] == c and r["delta"] is not None]
               for c in (hi, lo)}

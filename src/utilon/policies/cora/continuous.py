@@ -33,6 +33,13 @@ planned deadline (no deadline last, by submission), each taking what it can, wit
 the plan's deadlines, not on the owners' targets.  The planned completion of each job (for the
 plan-vs-execution report) is that order's fluid schedule.
 
+``above_min`` changes what is optimised above the first level (docs/policies.md#cora-ct):
+``leximin`` (default) the whole lexicographic vector; ``edf`` only the first level, EDF
+above it; ``sum`` the *run's* first level (the present jobs' max-min level, or the lowest
+utility a finished job got if that is lower: a job ending above it cannot lower the run's
+minimum) as floors, and above them the order that maximises the sum of utilities by
+Smith's rule on the utilities' loss rates (``loss_rate_order``, ``protect_floors``).
+
 What this is not: the fluid model ignores that a task occupies a container for its whole
 duration (a plan may split a task's work across time) and lets a capacity change take effect
 only at the next decision; both are what re-planning absorbs, and the safety margin of the
@@ -66,7 +73,8 @@ class FluidPlan:
     step: float  # the grid's step, seconds
     rounds: int  # progressive-filling rounds
     stuck: int  # rounds where no job was individually blocked (all at the level fixed)
-    moved: tuple[str, ...] = ()  # above_min edf: jobs served ahead of their place in EDF
+    moved: tuple[str, ...] = ()  # above_min edf/sum: jobs served ahead of their EDF place
+    repaired: bool = False  # above_min sum: the floors changed the loss-rate order
 
 
 def fluid_need(now: float, capacity: float, work: np.ndarray, cap: np.ndarray,
@@ -232,6 +240,52 @@ def protected_edf_order(jobs: tuple[JobView, ...], floor: np.ndarray, now: float
     return min(tried, key=lambda t: float(np.maximum(t[1] - floor, 0.0).max()))
 
 
+def loss_rate_order(jobs: tuple[JobView, ...], now: float, capacity: float, pieces: Pieces,
+                    earliest: np.ndarray, window: np.ndarray) -> tuple[int, ...]:
+    """A sum-maximising order (Smith's rule with the utilities' own weights): jobs by the
+    utility they lose per second of delay, per container-second of work they hold the
+    cluster for.
+
+    Job i's loss rate is read from the time it would finish if it were served first (its
+    fluid finish alone, t_i) over the next ``window[i]`` seconds: (U(t_i) - U(t_i + w)) / w.
+    A sensitive sigmoid loses value long before its goal and goes ahead; a steep one whose
+    cliff is more than a window away loses nothing yet and waits -- the floors
+    (``protect_floors``) keep it from waiting past the guaranteed level; a job whose utility
+    no longer falls goes last.  Ties (equal rates, e.g. zero) by goal, then submission."""
+    n = len(jobs)
+    total = pieces.work[:n] + pieces.work[n:]
+    rate = np.zeros(n)
+    for i in range(n):
+        t = float(fluid_finish((i,), now, capacity, pieces, earliest)[i])
+        w = float(window[i])
+        u = jobs[i].utility
+        rate[i] = max(0.0, (u.value(t) - u.value(t + w)) / w)
+    prio = rate / np.maximum(total, 1e-9)
+    return tuple(sorted(range(n), key=lambda i: (-float(prio[i]), jobs[i].goal,
+                                                 jobs[i].submit, jobs[i].id)))
+
+
+def protect_floors(order: tuple[int, ...], floor: np.ndarray, now: float, capacity: float,
+                   pieces: Pieces, earliest: np.ndarray
+                   ) -> tuple[tuple[int, ...], np.ndarray] | None:
+    """``order`` with every job its fluid schedule finishes after its floor moved up, one
+    place at a time, until it keeps its floor (the earliest late job first); None when no
+    such repair keeps every floor.  Returns (order, fluid finish)."""
+    tol = 1e-6 * max(1.0, float(np.abs(earliest).max(initial=1.0)))
+    cur = list(order)
+    n = len(cur)
+    for _ in range(n * n + 1):
+        finish = fluid_finish(tuple(cur), now, capacity, pieces, earliest)
+        late = [k for k, i in enumerate(cur) if finish[i] > floor[i] + tol]
+        if not late:
+            return tuple(cur), finish
+        k = late[0]
+        if k == 0:
+            return None
+        cur[k - 1], cur[k] = cur[k], cur[k - 1]
+    return None
+
+
 def fluid_finish(order: tuple[int, ...], now: float, capacity: float, pieces: Pieces,
                  earliest: np.ndarray) -> np.ndarray:
     """Completion times of the greedy fluid schedule that serves ``order`` by priority, each
@@ -281,11 +335,20 @@ def make_grid(now: float, capacity: float, work: np.ndarray, earliest: np.ndarra
 
 def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces: Pieces,
          earliest: np.ndarray, resolution: float, margin: float = 1.0,
-         above_min: str = "leximin") -> FluidPlan:
+         above_min: str = "leximin", keep: float = math.inf, window: float = 2.0,
+         floors: bool = True) -> FluidPlan:
     """The continuous-time lexicographic max-min plan for ``jobs`` (see the module doc);
     each job's utility is read ``margin`` of its current task duration late (at most as late
-    as its utility stays above its floor: ``_room``).  ``above_min: edf`` keeps only the
-    max-min level and orders the jobs above it by EDF (``protected_edf_order``)."""
+    as its utility stays above its floor: ``_room``).
+
+    ``above_min: edf`` keeps only the max-min level and orders the jobs above it by EDF
+    (``protected_edf_order``).  ``above_min: sum`` keeps the *run's* first level -- the
+    lower of the max-min level of the jobs present and ``keep``, the lowest utility a
+    finished job got (a job that ends above it cannot lower the run's minimum) -- and
+    orders the jobs above it for the sum (``loss_rate_order``, each job's loss rate read
+    over ``window`` of its task durations), moving up any job that order would push below
+    the level (``protect_floors``; failing that, ``protected_edf_order``); without
+    ``floors``, the loss-rate order as it is (an ablation: what the guarantee costs)."""
     now = snapshot.now
     grid = make_grid(now, capacity, pieces.work, earliest, resolution)
     times = np.maximum(grid[None, :], earliest[:, None])
@@ -298,13 +361,28 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
     utility = np.minimum.accumulate(utility_table(jobs, times + pad[:, None]), axis=1)
     utility = np.maximum(utility, 0.0)
     views = tuple(jobs)
-    first = 1 if above_min == "edf" else 0
+    first = 1 if above_min in ("edf", "sum") else 0
     deadline, level, rounds, stuck = solve_fluid(now, capacity, pieces, earliest, utility,
                                                  grid, max_rounds=first)
     moved: tuple[str, ...] = ()
-    if above_min == "edf":
-        floor = latest_at(utility, times, float(level.min(initial=np.inf)))
-        order, finish = protected_edf_order(views, floor, now, capacity, pieces, earliest)
+    repaired = False
+    if above_min in ("edf", "sum"):
+        guard = float(level.min(initial=np.inf))
+        if above_min == "sum":
+            guard = min(guard, keep)
+        floor = latest_at(utility, times, guard)
+        kept = None
+        if above_min == "sum":
+            task = np.array([next((s.expected_duration for s in j.stages if s.total - s.done),
+                                  1.0) for j in jobs])
+            base = loss_rate_order(views, now, capacity, pieces, earliest,
+                                   window * np.maximum(task, 1.0))
+            kept = (protect_floors(base, floor, now, capacity, pieces, earliest) if floors
+                    else (base, fluid_finish(base, now, capacity, pieces, earliest)))
+            repaired = kept is None or kept[0] != base
+        if kept is None:
+            kept = protected_edf_order(views, floor, now, capacity, pieces, earliest)
+        order, finish = kept
         edf = {i: k for k, i in enumerate(dispatch_order(views, np.array(
             [j.goal for j in views], dtype=float)))}
         moved = tuple(views[i].id for k, i in enumerate(order) if k < edf[i])
@@ -312,7 +390,7 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
         order = dispatch_order(views, deadline)
         finish = fluid_finish(order, now, capacity, pieces, earliest)
     return FluidPlan(views, deadline, level, order, finish, float(grid[0] - now), rounds,
-                     stuck, moved)
+                     stuck, moved, repaired)
 
 
 def _room(jobs: list[JobView], times: np.ndarray, earliest: np.ndarray) -> np.ndarray:

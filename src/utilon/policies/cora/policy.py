@@ -48,7 +48,7 @@ import numpy as np
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
 from utilon.core.snapshot import ClusterSnapshot, JobView
-from utilon.model.utility import Sigmoid
+from utilon.model.utility import Sigmoid, TimeUtility
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 from utilon.policies.cora.continuous import FluidPlan, Pieces, job_pieces
 from utilon.policies.cora.continuous import plan as plan_fluid
@@ -194,6 +194,10 @@ def grants_from(slotted: Slotted, sol: CoraSolution, front_load: bool = False
 
 
 REPLAN = ("slot", "event")
+ABOVE_MIN = ("leximin", "edf", "sum")
+# above_min sum: the level the floors keep -- the run's first level, the present jobs' one,
+# or none (the last two are ablations, docs/reproduction-cora.md)
+FLOORS = ("run", "present", "none")
 # triggers that leave a slotted plan standing: a task finishing inside the plan's first slot
 # is what the plan expects (its x_i0 containers run tasks for the whole slot)
 _ON_PLAN = frozenset({Trigger.TASK_FINISHED})
@@ -361,24 +365,46 @@ class CoraContinuous(_PlanLog, Policy):
     triggers = _CoraBase.triggers
 
     def __init__(self, resolution: float = 1.0, margin: float = 1.0, elapsed: bool = True,
-                 backfill: bool = True, replan: str = "slot", above_min: str = "leximin"
-                 ) -> None:
-        if above_min not in ("leximin", "edf"):
-            raise ValueError(f"above_min must be 'leximin' or 'edf', not {above_min!r}")
+                 backfill: bool = True, replan: str = "slot", above_min: str = "leximin",
+                 window: float = 2.0, floors: str = "run") -> None:
+        if above_min not in ABOVE_MIN:
+            raise ValueError(f"above_min must be one of {', '.join(ABOVE_MIN)}, "
+                             f"not {above_min!r}")
         if not resolution > 0:
             raise ValueError("resolution must be > 0 seconds")
         if not 0 <= margin <= 10:
             raise ValueError("margin must be in [0, 10] task durations")
+        if not 0 < window <= 10:
+            raise ValueError("window must be in (0, 10] task durations")
+        if floors not in FLOORS:
+            raise ValueError(f"floors must be one of {', '.join(FLOORS)}, not {floors!r}")
+        self.window = window
+        self.floors = floors
         self.resolution = resolution
         self.margin = margin
         self.above_min = above_min
         self.elapsed = elapsed
         self.backfill = backfill
         self.stuck = 0
-        self.overrides = 0  # above_min edf: plans whose order is not EDF's
+        self.overrides = 0  # above_min edf/sum: plans whose order is not EDF's
+        self.repairs = 0  # above_min sum: plans where the floors changed the order
         self.moved_up: set[str] = set()
         self.last_plan: FluidPlan | None = None
+        self._utility: dict[str, TimeUtility] = {}
+        self._kept: dict[str, float] = {}  # job -> the level its last plan's floor kept
+        self.broken: list[float] = []  # shortfalls of the jobs that ended below it
+        self.run_min = math.inf  # the lowest utility a finished job got
         self._init_plan_log(replan)
+
+    def job_finished(self, job_id: str, now: float) -> None:
+        super().job_finished(job_id, now)
+        u = self._utility.pop(job_id, None)
+        kept = self._kept.pop(job_id, None)
+        if u is not None:
+            got = float(u.value(now))
+            self.run_min = min(self.run_min, got)
+            if kept is not None and got < kept - 1e-9:  # the fluid model broke its floor
+                self.broken.append(kept - got)
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         standing = self._standing(snapshot)
@@ -400,16 +426,25 @@ class CoraContinuous(_PlanLog, Policy):
         pieces = Pieces(work=np.maximum(np.concatenate([rows[:, 0], rows[:, 2]]), 0.0),
                         cap=np.maximum(np.concatenate([rows[:, 1], rows[:, 3]]), 1.0),
                         offset=np.concatenate([rows[:, 4], np.zeros(n)]))
+        if self.above_min == "sum":  # remember the utilities that can set the run's minimum
+            self._utility.update((j.id, j.utility) for j in jobs
+                                 if j.utility.bounds[1] > j.utility.bounds[0])
         fp = plan_fluid(snapshot, jobs, c, pieces, rows[:, 5], self.resolution, self.margin,
-                        self.above_min)
+                        self.above_min, self.run_min if self.floors == "run" else math.inf,
+                        self.window, self.floors != "none")
         took = time.perf_counter() - t0
         self.last_plan = fp
         self.stuck += fp.stuck
+        self.repairs += fp.repaired
         if fp.moved:
             self.overrides += 1
             self.moved_up.update(fp.moved)
         for i, j in enumerate(fp.jobs):
             self._planned[j.id] = (float(fp.finish[i]), fp.step)
+        if self.above_min == "sum" and self.floors != "none":  # check it at each end
+            kept = float(fp.level.min(initial=math.inf))
+            kept = min(kept, self.run_min) if self.floors == "run" else kept
+            self._kept.update((j.id, kept) for j in fp.jobs)
         # the plan's order stands for one task wave (``cora``'s automatic slot)
         return self._stand(Decision(grants=tuple(Grant(fp.jobs[i].id) for i in fp.order),
                                     backfill=self.backfill, solver_seconds=took),
@@ -418,7 +453,13 @@ class CoraContinuous(_PlanLog, Policy):
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {"plan_error": self.plan_error(), "stuck_rounds": self.stuck,
                                "solves": self.solves}
-        if self.above_min == "edf":  # how often, and for whom, the minimum overrode EDF
+        if self.above_min != "leximin":  # how often, and for whom, the minimum overrode EDF
             out["edf_overrides"] = self.overrides
             out["moved_up"] = sorted(self.moved_up)
+        if self.above_min == "sum":
+            out["floor_repairs"] = self.repairs
+            out["run_min"] = round(self.run_min, 6) if math.isfinite(self.run_min) else None
+            if self.floors != "none":
+                out["floors_broken"] = len(self.broken)
+                out["worst_floor_shortfall"] = round(max(self.broken, default=0.0), 6)
         return out
