@@ -49,6 +49,7 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("cora", {"replan": "event"}),
     ("cora-ct", {"replan": "event"}),
     ("cora-ct", {"above_min": "edf"}),
+    ("cora-ct", {"above_min": "sum"}),
 )
 
 
