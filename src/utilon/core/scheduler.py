@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import logging
 import time
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import add, le, sub
 
 import numpy as np
 
-from utilon.core.decision import Decision, SlotLimit
+from utilon.core.decision import Decision, Grant, SlotLimit
 from utilon.core.dispatch import Dispatcher
 from utilon.core.feasibility import check_workload, demand_vectors, pack
 from utilon.core.invariants import check_invariants, check_machine
@@ -54,7 +54,7 @@ from utilon.core.messages import (
 from utilon.core.policy import Policy
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
-from utilon.core.timeline import Timeline
+from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
 from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster, Machine
@@ -75,10 +75,17 @@ _UP = MachineState.UP
 _tuple = tuple.__new__
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
+_JUST_FINISHED = frozenset({Trigger.TASK_FINISHED})
+_DONE_CODE = OUTCOME_CODE["done"]
 ESTIMATE_MODES = ("declared", "online")
 # A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
 # with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
 MAX_IDLE_TICKS = 1000
+
+
+def _scoped(g: Grant) -> bool:
+    """Not a plain whole-job grant: a stage, machines, kill_excess or gang."""
+    return g[2] is not None or g[3] is not None or g[4] or g[5]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +146,9 @@ class SchedulerCore(Dispatcher):
         self.decision = Decision()
         policy.bind(cluster)
         self._grants: list[GrantState] = []
+        # every installed grant is whole-job (no stage, machines, kill_excess or gang): a
+        # decision that only extends them can be installed incrementally
+        self._all_whole = True
         self._hungry: set[int] = set()  # see _touch
         self._widen = False  # a grant became hungry: offer it every open machine
         self._with_ready: set[int] = set()
@@ -153,6 +163,7 @@ class SchedulerCore(Dispatcher):
         self.attempts: list[Attempt] = []
         self.timeline = Timeline(len(self.names))  # always on: compact, feeds the reports
         self.timeline.machine_ids.extend(m.id for m in self.machines)
+        self._attempt_rows = self.timeline.pending
         self._busy_dt: dict[tuple[float, ...], float] = {}  # attempt seconds per demand vector
         self._cap_total = self._capacity_total()
         self._cap_integral = [0.0] * len(self.names)
@@ -239,6 +250,11 @@ class SchedulerCore(Dispatcher):
                     triggers.add(Trigger.JOB_FINISHED)
             else:
                 raise IllegalTransition(f"unknown stimulus {s!r}")
+        return self._respond(triggers, touched, cmds)
+
+    def _respond(self, triggers: set[Trigger], touched: list[int],
+                 cmds: list[Command]) -> list[Command]:
+        """After the stimuli of one instant: decide if a trigger asks for it, dispatch."""
         if self.active and not triggers.isdisjoint(self.policy.triggers):
             self._decide(frozenset(triggers), cmds)
             self._dispatch(None, cmds)
@@ -249,6 +265,102 @@ class SchedulerCore(Dispatcher):
         self._widen = False
         if self.validate:
             self.check_invariants()
+        return cmds
+
+    def finish_one(self, now: float, ref: TaskRef) -> list[Command]:
+        """Exactly ``handle(now, [TaskFinished(ref)])``: the simulator's hot path, a task
+        completion alone at its instant, fused into one frame.
+
+        The common case (the task's stage goes on, one whole-job grant or none, no online
+        estimates, no validation) is inlined: the same state changes in the same order as
+        ``_on_finished`` and ``_release``, and the same tail as ``handle`` for the trigger set
+        ``{TASK_FINISHED}``.  Anything else takes the general path.
+        """
+        job = self.active.get(ref[0])
+        if (job is None or self.validate or self.online or now < self.now - EPS
+                or ref not in job.running):
+            return self.handle(now, [_tuple(TaskFinished, (ref,))])
+        st = job.stages[ref[1]]
+        if st.done + 1 == st.total:  # the stage finishes: the general path
+            return self.handle(now, [_tuple(TaskFinished, (ref,))])
+        gstates = job.gstates
+        if gstates:
+            gs = gstates[0]
+            if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
+                return self.handle(now, [_tuple(TaskFinished, (ref,))])
+        self.now = now
+        # _on_finished, inlined
+        mi, start = job.running.pop(ref)
+        idx = ref[2]
+        states = st.states
+        if states[idx] is not _RUNNING:
+            check_move(f"task {ref}", states[idx], _DONE)
+        states[idx] = _DONE
+        st.running -= 1
+        st.started_sum = st.started_sum - start if st.running else 0.0
+        st.done += 1
+        st.view = None
+        m = self.machines[mi]
+        # _release(job, st, ref, m, start, "done"), inlined
+        v = st.vectors[idx]
+        m.ntasks -= 1
+        if st.is_reduce:
+            m.nreduce -= 1
+        tasks = m.tasks
+        del tasks[ref]
+        if tasks:
+            m.free = list(map(add, m.free, v))
+        else:
+            m.reset_free()
+        job.dirty = True
+        if gstates:
+            gs.running -= 1
+            # _touch(job) for its one grant, inlined
+            o = gs.order
+            if job.n_ready > 0:
+                self._with_ready.add(o)
+                if gs.running < gs.limit:
+                    if o not in self._hungry:
+                        self._hungry.add(o)
+                        self._widen = True
+                else:
+                    self._hungry.discard(o)
+            else:
+                self._with_ready.discard(o)
+                self._hungry.discard(o)
+        dt = now - start
+        busy = self._busy_dt
+        busy[v] = busy.get(v, 0.0) + dt
+        if m.price:
+            share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
+            job.cost += dt * m.price / 3600.0 * share
+        if self.record_attempts:
+            self.attempts.append(Attempt(ref, m.id, start, now, "done"))
+        rows = self._attempt_rows  # Timeline.attempt(..., "done"), inlined
+        rows.append((job.seq, ref[1], idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
+        if len(rows) >= PENDING_ROWS:
+            self.timeline.flush()
+        if mi not in self._open_set and m.state is _UP:
+            # _refresh_open(m), inlined: a release can only open the machine
+            if self._slot_limit is None:
+                md = self._min_demand
+                room = md is None or all(map(le, md, m.free))
+            else:
+                room = self._has_room(m)
+            if room:
+                self._open_set.add(mi)
+                insort(self._open, mi)
+        self.stats.completed += 1
+        # handle's tail for the triggers {TASK_FINISHED} and the machine that freed up
+        cmds: list[Command] = []
+        if _TASK_FINISHED in self.policy.triggers:  # (self.active holds this job)
+            self._decide(_JUST_FINISHED, cmds)
+            self._dispatch(None, cmds)
+        elif self._widen:
+            self._dispatch(None, cmds)
+        elif self._hungry or self.decision.backfill:
+            self._dispatch([mi], cmds)
+        self._widen = False
         return cmds
 
     # ------------------------------------------------------------------ stimuli
@@ -644,6 +756,7 @@ class SchedulerCore(Dispatcher):
         self._install(decision, cmds)
 
     def _install(self, decision: Decision, cmds: list[Command]) -> None:
+        previous = self.decision
         self.decision = decision
         for item in decision.infeasible:
             self.infeasible[item.job] = item.reason
@@ -651,6 +764,9 @@ class SchedulerCore(Dispatcher):
             self._slot_limit = decision.slot_limit
             for m in self.machines:
                 self._refresh_open(m)
+        if self._all_whole and self._install_extension(previous.grants, decision.grants):
+            return
+        self._all_whole = not any(map(_scoped, decision.grants))
         # A job's single whole-job grant is carried over and re-ranked rather than rebuilt:
         # its running count is kept up to date incrementally, so nothing needs recounting.
         reusable: dict[str, GrantState] = {}
@@ -701,6 +817,50 @@ class SchedulerCore(Dispatcher):
                            if gs.covers(r[1], mi)][:excess]  # most recently started first
                 for ref in victims:
                     self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
+
+    def _install_extension(self, before: tuple[Grant, ...], grants: tuple[Grant, ...]) -> bool:
+        """Install ``grants`` incrementally when they are the installed whole-job grants of
+        the jobs still active, in the same order, followed by new whole-job grants (FIFO at an
+        arrival: the new job joins the end); False, having changed nothing, otherwise.
+
+        The result is the one the full install gives: the kept grants are the very objects it
+        would carry over (a whole-job grant keeps its running count), renumbered in order; the
+        dispatch index sets hold the same grants, since they are kept in step with every
+        grant's job (``_touch``) between decisions; the new grants are built as it builds them.
+        """
+        active = self.active
+        kept = [g for g in before if g[0] in active]
+        k = len(kept)
+        if len(grants) < k or grants[:k] != tuple(kept):
+            return False
+        tail = grants[k:]
+        if any(map(_scoped, tail)):
+            return False
+        old = self._grants
+        if k < len(old):  # grants of jobs that finished since: drop them, renumber the rest
+            remap: dict[int, int] = {}
+            new_grants: list[GrantState] = []
+            for gs in old:
+                if gs.job.id in active:
+                    remap[gs.order] = len(new_grants)
+                    gs.order = len(new_grants)
+                    new_grants.append(gs)
+                else:
+                    gs.job.gstates = []
+            self._hungry = {remap[o] for o in self._hungry if o in remap}
+            self._with_ready = {remap[o] for o in self._with_ready if o in remap}
+            self._grants = old = new_grants
+        touch = self._touch
+        for order, g in enumerate(tail, k):
+            job = active[g[0]]
+            slots = g[1]
+            gs = GrantState(order, job, None, None, INF if slots is None else slots)
+            gs.running = len(job.running)
+            job.gstates.append(gs)
+            old.append(gs)
+            if job.n_ready:
+                touch(job)
+        return True
 
     # ------------------------------------------------------------------ invariants
     def _check_machine(self, m: MachineRT) -> None:

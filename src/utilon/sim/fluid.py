@@ -29,14 +29,18 @@ one attribute check per change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from heapq import heappush as _heappush
+from itertools import count
 from operator import add, gt, sub
+from typing import Any
 
 from utilon.core.messages import TaskRef
 from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
 
 EPS = 1e-9
+_new = object.__new__
 
 Schedule = Callable[[float, "Exec"], None]
 
@@ -76,10 +80,15 @@ class MachineFluid:
 
 class FluidModel:
     def __init__(self, cluster: Cluster, names: tuple[str, ...], schedule: Schedule, *,
-                 record: bool = False) -> None:
+                 record: bool = False, heap: list[Any] | None = None,
+                 seq: Iterator[int] | None = None) -> None:
         self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
         self.execs: dict[TaskRef, Exec] = {}
         self._schedule = schedule
+        # The simulator's event heap and sequence counter, when ``schedule`` is the push
+        # ``(t, 0, next(seq), 0, (ex, ex.version))`` onto it: a launch then pushes directly.
+        self._heap = heap if seq is not None else None
+        self._next_seq: Iterator[int] = seq if seq is not None else count(1)
         # 1 + gamma per resource, or None when no resource thrashes (the old, exact path)
         expo = tuple(1.0 + cluster.thrashing_of(r) for r in names)
         self._expo: tuple[float, ...] | None = expo if any(e != 1.0 for e in expo) else None
@@ -94,7 +103,15 @@ class FluidModel:
     def launch(self, ref: TaskRef, mi: int, now: float,
                phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
         m = self.machines[mi]
-        ex = Exec(ref, mi, phases, now)
+        ex = _new(Exec)  # Exec(ref, mi, phases, now) without the __init__ frame
+        ex.ref = ref
+        ex.machine = mi
+        ex.phases = phases
+        ex.phase = 0
+        ex.remaining = phases[0][0]
+        ex.rate = 0.0
+        ex.last = now
+        ex.version = 0
         m.execs[ref] = ex
         self.execs[ref] = ex
         m.usage = usage = list(map(add, m.usage, phases[0][1]))
@@ -103,7 +120,12 @@ class FluidModel:
         else:
             ex.rate = rate = m.speed
             if rate > 0:
-                self._schedule(now + ex.remaining / rate, ex)
+                heap = self._heap
+                if heap is None:
+                    self._schedule(now + ex.remaining / rate, ex)
+                else:  # the engine's _schedule_exec, inlined
+                    _heappush(heap, (now + ex.remaining / rate, 0, next(self._next_seq), 0,
+                                     (ex, 0)))
         if self._rec is not None:
             self._rec.note(mi, m, now)
 
@@ -114,7 +136,20 @@ class FluidModel:
         old = phases[ex.phase][1]
         ex.phase = phase = ex.phase + 1
         if phase == len(phases):
-            self._remove(m, ex, now)  # records
+            # _remove(m, ex, now), inlined: every task ends here
+            ref = ex.ref
+            execs = m.execs
+            del execs[ref]
+            del self.execs[ref]
+            ex.version += 1
+            if execs:
+                m.usage = list(map(sub, m.usage, old))  # (the phase that just ended)
+            else:
+                m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
+            if m.over:
+                self._recompute(m, now)
+            if self._rec is not None:
+                self._rec.note(ex.machine, m, now)
             return True
         new = phases[phase][1]
         m.usage = [u - a + b for u, a, b in zip(m.usage, old, new, strict=True)]

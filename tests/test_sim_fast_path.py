@@ -1,0 +1,195 @@
+"""The simulator's fast paths give exactly what the general paths give.
+
+Three shortcuts on the per-task path (issue 28) must not change any output:
+
+* ``SchedulerCore.finish_one``: a task completion alone at its instant, fused into one frame,
+  is ``handle(now, [TaskFinished(ref)])``.  The engine takes the general path when ``handle``
+  is replaced on the instance, so a spy that only delegates forces it.
+* ``SchedulerCore._install_extension``: a decision that keeps the installed whole-job grants of
+  the jobs still active and appends new ones is installed incrementally; returning False
+  forces the full install.
+* ``Timeline``: attempt rows wait as tuples and move into the arrays in bulk.
+
+Each test runs one workload both ways and compares every attempt, the timeline's columns,
+every job's times and the core's counters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+
+from builders import change, make_cluster
+from utilon.core.scheduler import SchedulerCore
+from utilon.core.timeline import PENDING_ROWS, Timeline
+from utilon.model import Constant, DeadlineStep, Job, Resources, Stage, Task
+from utilon.model.cluster import Cluster
+from utilon.policies import make_policy
+from utilon.sim import SimResult, Simulation
+
+
+def workload(seed: int, n_jobs: int = 30, *, capacity_changes: bool = True,
+             shared_durations: bool = False) -> tuple[Cluster, list[Job]]:
+    """MapReduce jobs with a lognormal duration per task (completions rarely coincide, so
+    nearly every one takes the fused path), two demand sizes, Poisson arrivals; optionally a
+    machine that leaves, rejoins and is scaled, and stages whose tasks share one duration
+    (simultaneous completions: the batch path)."""
+    rng = np.random.default_rng(seed)
+    timeline = ([change(150.0, "m2", "leave"), change(400.0, "m2", "join"),
+                 change(500.0, "m1", "scale", 0.5), change(900.0, "m1", "scale", 1.0)]
+                if capacity_changes else [])
+    cluster = make_cluster(6, slots=4, cpu=4, mem=16, timeline=timeline)
+    small, big = Resources(slots=1, cpu=1, mem=2), Resources(slots=2, cpu=2, mem=4)
+    jobs = []
+    submit = 0.0
+    for i in range(n_jobs):
+        submit += float(rng.exponential(12.0))
+        demand = big if i % 5 == 3 else small
+        n_map, n_red = int(rng.integers(5, 25)), int(rng.integers(1, 6))
+        if shared_durations and i % 3 == 0:
+            maps = [float(rng.lognormal(2.5, 0.5))] * n_map
+            reds = [float(rng.lognormal(3.0, 0.5))] * n_red
+        else:
+            maps = rng.lognormal(2.5, 0.8, n_map).tolist()
+            reds = rng.lognormal(3.0, 0.6, n_red).tolist()
+        utility = (DeadlineStep(submit + 3 * (max(maps) + max(reds))) if i % 2 else
+                   Constant(1.0))
+        jobs.append(Job(f"j{i:03d}", submit, (
+            Stage("map", tuple(Task(d, demand) for d in maps), kind="map"),
+            Stage("reduce", tuple(Task(d, demand) for d in reds), after=("map",),
+                  kind="reduce"),
+        ), utility))
+    return cluster, jobs
+
+
+def outputs(res: SimResult) -> dict[str, Any]:
+    core = res.core
+    tl = core.timeline
+    stats = dataclasses.asdict(core.stats)
+    stats.pop("decide_seconds")  # measured wall-clock times
+    stats.pop("solver_seconds")
+    return {
+        "attempts": list(core.attempts),
+        "timeline": [col.tobytes() for col in (tl.job, tl.stage, tl.task, tl.machine,
+                                                tl.start, tl.end, tl.slots, tl.outcome)],
+        "rows": len(tl),
+        "jobs": [(j.id, j.state, j.start, j.finish, j.cost) for j in core.jobs.values()],
+        "stats": stats,
+        "busy": core.busy,
+        "run": (res.end_time, res.events, res.task_events, res.stopped_early),
+    }
+
+
+def simulate(cluster: Cluster, jobs: list[Job], policy: str, *, fused: bool, incremental: bool,
+             estimates: str = "declared") -> tuple[SimResult, dict[str, int]]:
+    sim = Simulation(cluster, jobs, make_policy(policy), estimates=estimates)
+    core = sim.core
+    used = {"finish_one": 0, "extension": 0}
+    if fused:
+        finish_one = core.finish_one
+
+        def counted_finish(now: float, ref: Any) -> Any:
+            used["finish_one"] += 1
+            return finish_one(now, ref)
+
+        core.finish_one = counted_finish  # type: ignore[method-assign]
+    else:
+        handle = core.handle
+        core.handle = lambda now, stimuli: handle(now, stimuli)  # type: ignore[method-assign]
+    extension = core._install_extension
+
+    def counted_extension(before: Any, grants: Any) -> bool:
+        if not incremental:
+            return False
+        done = extension(before, grants)
+        used["extension"] += done
+        return done
+
+    core._install_extension = counted_extension  # type: ignore[method-assign]
+    return sim.run(), used
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "rrh"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fast_paths_equal_general_paths(policy: str, seed: int) -> None:
+    cluster, jobs = workload(seed, shared_durations=seed == 2)
+    general, _ = simulate(cluster, jobs, policy, fused=False, incremental=False)
+    fast, used = simulate(cluster, jobs, policy, fused=True, incremental=True)
+    assert general.stopped_early == "" and general.core.stats.completed > 300
+    assert outputs(fast) == outputs(general)
+    assert used["finish_one"] > 0.5 * general.core.stats.completed  # the fused path ran
+    if policy == "fifo":  # a FIFO decision at an arrival extends the last one
+        assert used["extension"] > 0.5 * general.core.stats.decisions
+
+
+def test_fast_paths_with_online_estimates() -> None:
+    """Online estimates take the general path inside ``finish_one``: same outputs too."""
+    cluster, jobs = workload(3)
+    general, _ = simulate(cluster, jobs, "fair", fused=False, incremental=False,
+                          estimates="online")
+    fast, _ = simulate(cluster, jobs, "fair", fused=True, incremental=True,
+                       estimates="online")
+    assert outputs(fast) == outputs(general)
+
+
+def test_each_fast_path_alone() -> None:
+    """The fused completion alone and the incremental install alone change nothing either."""
+    cluster, jobs = workload(4, capacity_changes=False)
+    general = outputs(simulate(cluster, jobs, "fifo", fused=False, incremental=False)[0])
+    assert outputs(simulate(cluster, jobs, "fifo", fused=True, incremental=False)[0]) == general
+    assert outputs(simulate(cluster, jobs, "fifo", fused=False, incremental=True)[0]) == general
+
+
+def test_incremental_install_keeps_the_invariants() -> None:
+    """With every runtime check on (``validate``: invariants after every batch, including the
+    dispatch index sets of the grants kept by an incremental install)."""
+    cluster, jobs = workload(5)
+    sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True)
+    hits = [0]
+    extension = sim.core._install_extension
+
+    def counted(before: Any, grants: Any) -> bool:
+        done = extension(before, grants)
+        hits[0] += done
+        return done
+
+    sim.core._install_extension = counted  # type: ignore[method-assign]
+    res = sim.run()
+    assert res.stopped_early == "" and hits[0] > 0
+
+
+def test_finish_one_equals_handle_on_a_core() -> None:
+    """Driven directly: two cores, one fed ``finish_one``, one ``handle``, same commands."""
+    cluster = make_cluster(2, slots=2, cpu=2, mem=8)
+    job = Job("a", 0.0, (Stage("map", tuple(Task(5.0 + i, Resources(slots=1, cpu=1, mem=1))
+                                            for i in range(6))),), Constant(1.0))
+    from utilon.core.messages import JobSubmitted, TaskFinished, TaskRef
+
+    cores = [SchedulerCore(cluster, make_policy("fifo")) for _ in range(2)]
+    first = [c.handle(0.0, [JobSubmitted(job)]) for c in cores]
+    assert first[0] == first[1] and len(first[0]) == 4
+    for i, t in enumerate((5.0, 6.0, 7.0, 8.0, 9.0, 10.0)):
+        ref = TaskRef("a", 0, i)
+        assert cores[0].finish_one(t, ref) == cores[1].handle(t, [TaskFinished(ref)])
+    assert cores[0].attempts == cores[1].attempts
+    assert [j.finish for j in cores[0].jobs.values()] == [10.0]
+    # a completion that raced a kill (not running) is counted stale by both
+    assert cores[0].finish_one(11.0, TaskRef("a", 0, 0)) == []
+    assert cores[0].stats.stale == 1
+
+
+def test_timeline_pending_rows_reach_every_reader() -> None:
+    tl = Timeline(2)
+    n = PENDING_ROWS + 10
+    for i in range(n):
+        tl.attempt(i % 7, 0, i, i % 3, float(i), float(i) + 0.5, 1.0, "done" if i % 2 else
+                   "killed")
+    assert len(tl) == n
+    assert 0 < len(tl.pending) < PENDING_ROWS  # one bulk move happened, some rows wait
+    assert list(tl.task) == list(range(n))  # reading a column moves the rest
+    assert not tl.pending and len(tl) == n
+    assert list(tl.outcome[:2]) == [1, 0] and tl.end[3] == 3.5 and tl.machine[4] == 1
+
