@@ -46,6 +46,8 @@ VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
              "start": "plan"}),
     ("rds", {"predictor": "oracle", "interval": 60.0}),
     ("rds", {"objective": "deadline", "interval": 60.0}),
+    ("rds", {"objective": "tardiness", "interval": 60.0}),
+    ("rds", {"models": "job", "interval": 60.0}),
     ("cora", {"replan": "event"}),
     ("cora-ct", {"replan": "event"}),
     ("cora-ct", {"above_min": "edf"}),

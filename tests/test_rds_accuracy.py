@@ -113,3 +113,45 @@ def test_online_completion_error_on_the_table3_workload(mode: str, tmp_path) -> 
     assert acc["predictions"] >= 50
     assert acc["nrmse"] <= 0.15
     assert acc["nrmse_completion"] <= acc["nrmse"]
+
+
+def test_replay_beyond_the_recorded_allocations_uses_their_mean() -> None:
+    """A model that predicts less progress than the job made runs past the job's recorded
+    intervals; it carries on at the job's mean allocation, not at its last interval (the
+    drain of its last tasks, 1 slot here), which made a prediction hours late."""
+    from utilon.policies.rds.accuracy import JobHistory, replay
+
+    size = 60_000.0
+    model = ProgressModel.prior([size], INTERVAL, max_alloc=100.0)
+    model.theta = np.zeros_like(model.theta)  # predicts 0: kept at the band's floor, ½ fluid
+    hist = JobHistory(size)
+    hist.forecast_point(0.0, 0.0, 0.0, model)
+    # 50 slots for two intervals (= 100% of the work at the fluid law), then a 1-slot drain
+    hist.intervals += [(50.0, 0.0, INTERVAL), (50.0, 0.0, INTERVAL), (1.0, 0.0, 60.0)]
+    pred = replay(model, hist, 0, INTERVAL)
+    # ½-fluid: 50% after the two intervals, ~0% in the drain, then the mean allocation
+    # (50·600·2 + 60) / 1260 ≈ 47.7 slots at ½-fluid for the other 50%
+    mean = (50.0 * 1200 + 60.0) / 1260.0
+    expect = 1260.0 + (0.5 - 0.5 * 60.0 / size) * size / (0.5 * mean)
+    assert pred == pytest.approx(expect, rel=1e-6)
+    assert pred < 2 * 1260.0  # the last interval's 1 slot would say ~10 hours
+
+
+def test_per_job_models_adapt_to_their_own_job_only(tmp_path) -> None:
+    """``models: job``: each job adapts its own copy of its kind's profile; ``kind`` (the
+    default) adapts one model per kind with every job's measurements."""
+    from utilon.errors import ParameterError
+    from utilon.policies import make_policy
+    from utilon.sim import simulate
+
+    wl = R.workload_of(R.table3_document("scale-out", R.DAYS[0], seed=0))
+    prof = R.profile_for(wl, tmp_path / "p.json")
+    for models in ("kind", "job"):
+        pol = make_policy("rds", {"profile": str(prof), "models": models})
+        shared = {k: m.theta.copy() for k, m in pol._models.items()}
+        simulate(wl.cluster, wl.jobs, pol)
+        moved = any(not np.array_equal(shared[k], m.theta) for k, m in pol._models.items())
+        assert moved is (models == "kind")
+        assert pol.completion_log.pairs()[0].size >= 50
+    with pytest.raises(ParameterError, match="models must be one of kind, job"):
+        make_policy("rds", {"models": "tenant"})

@@ -4,18 +4,20 @@ determinism, outputs and errors."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from builders import change, check_run_invariants, make_cluster, make_job, run
+from builders import change, check_run_invariants, make_cluster, make_job, run, running_at
 from utilon.core.snapshot import JobView, StageView
 from utilon.errors import ParameterError
 from utilon.model.lifecycle import JobState
 from utilon.model.utility import Constant, SoftHard
 from utilon.policies import make_policy
 from utilon.policies.rds.capacity import CapacityProfile
+from utilon.policies.rds.order import lateness_weight, remaining_time, wmdd_key
 from utilon.policies.rds.slots import dynamic_slot_grants, whole_slots
 from utilon.repro import rds as R
 from utilon.runner import run_policy
@@ -52,6 +54,123 @@ def test_algorithm1_by_deadline_keeps_the_targets_and_orders_by_soft_bound() -> 
     assert [g.slots for g in d.grants] == [2, 3, 5]
 
 
+def test_algorithm1_priority_orders_running_and_waiting_queues() -> None:
+    """The variants' order (smaller key first) replaces the deficit order, the targets stay
+    the caps, and waiting jobs follow in the same order (work conservation)."""
+    jobs = [_view("a", running=4, ready=10, goal=100.0), _view("b", running=0, ready=10),
+            _view("c", running=6, ready=10), _view("w1", running=0, ready=5, goal=50.0),
+            _view("w2", running=0, ready=5, goal=60.0)]
+    key = {"a": 3.0, "b": 1.0, "c": 2.0, "w1": 9.0, "w2": 8.0}
+    d = dynamic_slot_grants(jobs, {"a": 5.0, "b": 3.0, "c": 2.0}, [], r_slot=1.0,
+                            priority=key)
+    assert [g.job for g in d.grants] == ["b", "c", "a", "w2", "w1"]
+    assert [g.slots for g in d.grants] == [3, 2, 5, 0, 0]
+    assert d.backfill
+
+
+def test_remaining_time_is_the_fluid_time_scaled_by_the_model() -> None:
+    """p_j of the WMDD order: remaining task-seconds over the capacity the job can fill,
+    per phase, times the fluid law's gain over the model's."""
+    st = (StageView("map", 0, "map", 100, 0, 60, 20, 20, 30.0, None, 1.0,  # type: ignore
+                    False),
+          StageView("reduce", 1, "reduce", 10, 10, 0, 0, 0, 60.0, None, 1.0,  # type: ignore
+                    False))
+    job = JobView("j", "t", 0.0, 1.0, 0, "", SoftHard(0.0, 1000.0, 2000.0),
+                  JobState.RUNNING, 0.0, st)
+    # 80 maps x 30 s on 40 slots, then 10 reduces x 60 s on the 10 slots they can fill
+    assert remaining_time(job, 40.0, 1.0) == pytest.approx(60.0 + 60.0)
+    assert remaining_time(job, 40.0, 1.0, (2.0, 0.5)) == pytest.approx(120.0 + 30.0)
+    # scale-up at speed 2: the same 40 slots deliver 80 units of capacity
+    assert remaining_time(job, 80.0, 2.0) == pytest.approx(30.0 + 30.0)
+
+
+def test_wmdd_key_serves_the_short_late_job_before_the_long_earlier_one() -> None:
+    """The domino effect of EDF under Eq. 1 and the weighted modified due date that avoids it:
+    a long job due first would make the short one behind it late as well."""
+    def job(jid: str, soft: float, tasks: int) -> JobView:
+        st = StageView("map", 0, "map", tasks, 0, tasks, 0, 0, 60.0, None, 1.0,  # type: ignore
+                       False)
+        return JobView(jid, "t", 0.0, 1.0, 0, "", SoftHard(0.0, soft, 2 * soft),
+                       JobState.RUNNING, None, (st,))
+
+    long, short = job("long", 360.0, 100), job("short", 420.0, 10)  # 600 s and 60 s on 10
+    assert lateness_weight(long) == pytest.approx(1 / 360.0)
+    p_long, p_short = remaining_time(long, 10.0, 1.0), remaining_time(short, 10.0, 1.0)
+    assert (p_long, p_short) == (pytest.approx(600.0), pytest.approx(60.0))
+    assert long.goal < short.goal  # EDF serves the long job first ...
+    assert wmdd_key(short, 0.0, p_short) < wmdd_key(long, 0.0, p_long)  # ... WMDD the short
+    # with slack left for both, WMDD is EDF scaled by the allowed time
+    assert wmdd_key(long, 0.0, 60.0) == pytest.approx(360.0 * 360.0)
+
+
+def test_wmdd_puts_jobs_eq1_never_charges_last() -> None:
+    """Weight 0 or no deadline: w_j = 0, the job goes last (found by the property tests as a
+    ZeroDivisionError)."""
+    base = _view("a", running=0, ready=10)
+    assert wmdd_key(base._replace(weight=0.0), 0.0, 10.0) == math.inf
+    no_deadline = base._replace(utility=Constant(1.0))
+    assert wmdd_key(no_deadline, 0.0, 10.0) == math.inf
+    assert wmdd_key(base, 0.0, 10.0) < math.inf
+
+
+@pytest.mark.parametrize(("policy", "params", "finish"), [
+    # EDF: the long job, due first, holds the cluster; the short one is late behind it
+    ("edf-p", {}, {"long": 600.0, "short": 660.0}),
+    # the deadline variant's plan splits the cluster: the short job is late as well
+    ("rds", {"objective": "deadline"}, {"long": 660.0, "short": 480.0}),
+    # WMDD: the short job first (60 s), the long one 60 s later than under EDF
+    ("rds", {"objective": "tardiness"}, {"long": 660.0, "short": 60.0})])
+def test_tardiness_objective_avoids_the_domino_effect(policy: str, params: dict,
+                                                       finish: dict) -> None:
+    cluster = make_cluster(1, slots=10, cpu=10, mem=10)
+    jobs = [make_job("long", maps=100, reduces=0, dur=60.0,
+                     utility=SoftHard(0.0, 360.0, 720.0)),
+            make_job("short", maps=10, reduces=0, dur=60.0,
+                     utility=SoftHard(0.0, 420.0, 840.0))]
+    result = run(cluster, jobs, policy, **({"interval": 300.0, "predictor": "last"}
+                                           if policy == "rds" else {}), **params)
+    check_run_invariants(result, cluster, jobs)
+    assert {k: j.finish for k, j in result.core.jobs.items()} == pytest.approx(finish)
+    # Eq. 1: 240/360 + 240/420 = 1.24 under EDF, 300/360 = 0.83 under WMDD
+
+
+def test_tardiness_objective_serves_a_newcomer_between_control_steps() -> None:
+    """The sequence covers every active job: a job that arrives between two control steps
+    with the smallest WMDD key takes the next slots that free, as under EDF-P."""
+    cluster = make_cluster(1, slots=10, cpu=10, mem=10)
+    jobs = [make_job("long", maps=200, reduces=0, dur=60.0,
+                     utility=SoftHard(0.0, 1000.0, 2000.0)),
+            make_job("short", submit=130.0, maps=10, reduces=0, dur=60.0,
+                     utility=SoftHard(130.0, 430.0, 730.0))]
+    result = run(cluster, jobs, "rds", interval=600.0, predictor="last",
+                 objective="tardiness")
+    check_run_invariants(result, cluster, jobs)
+    short = result.core.jobs["short"]
+    assert (short.start, short.finish) == (pytest.approx(180.0), pytest.approx(240.0))
+
+
+def test_tardiness_objective_is_work_conserving() -> None:
+    """No slot idles while a submitted job has a task not yet started, whatever the plan's
+    targets: capped and waiting jobs take what the plan leaves, in the variant's order."""
+    cluster = make_cluster(2, slots=4, cpu=4, mem=4)
+    jobs = [make_job(f"j{i}", submit=40.0 * i, maps=30 - 5 * i, reduces=0, dur=50.0 + 7 * i,
+                     utility=SoftHard(40.0 * i, 40.0 * i + 500.0 + 300 * i,
+                                      40.0 * i + 1000.0 + 600 * i))
+            for i in range(4)]
+    policy = make_policy("rds", {"interval": 200.0, "predictor": "last",
+                                 "objective": "tardiness"})
+    result = run(cluster, jobs, policy)
+    check_run_invariants(result, cluster, jobs)
+    # a sequence: the QP is not solved, its plan would split the cluster
+    assert policy.report()["optimizer"]["calls"] == 0
+    attempts = result.core.attempts
+    for t in sorted({a.start for a in attempts} | {a.end for a in attempts}):
+        pending = sum(len(j.stages[0].tasks) for j in jobs if j.submit <= t) - sum(
+            1 for a in attempts if a.start <= t)
+        if pending > 0:
+            assert running_at(result, t) == 8, t
+
+
 def test_algorithm1_fast_path_first_and_slot_size() -> None:
     jobs = [_view("a", running=0, ready=10), _view("f", running=0, ready=3)]
     d = dynamic_slot_grants(jobs, {"a": 4.0}, ["f"], r_slot=2.0)
@@ -79,7 +198,8 @@ def _case() -> tuple:
     ("fifo", {}, False), ("fair", {}, False), ("rds", {"predictor": "oracle"}, True),
     # the deadline-aware variant meets both with ARIMA, which sees only the past: when the
     # cluster slows down unexpectedly, J2, due first, keeps its planned slots
-    ("rds", {"predictor": "arima", "objective": "deadline"}, True)])
+    ("rds", {"predictor": "arima", "objective": "deadline"}, True),
+    ("rds", {"predictor": "arima", "objective": "tardiness"}, True)])
 def test_case_study_table1(policy: str, params: dict, j2_met: bool) -> None:
     wl, _ = _case()
     res = run_policy(wl, policy, params)
@@ -107,6 +227,22 @@ def test_rds_invariants_scale_out_with_leaving_machines() -> None:
     assert result.core.stats.lost > 0  # tasks on leaving machines are lost and re-run
     slow = run(cluster, jobs, "rds", interval=300.0, predictor="last", fast_path=False)
     assert slow.core.jobs["short"].start >= 300.0
+
+
+@pytest.mark.parametrize("objective", ["deadline", "tardiness"])
+def test_variants_keep_the_invariants_when_machines_leave(objective: str) -> None:
+    tl = [change(t, f"m{i}", a) for t, a in ((150, "leave"), (900, "join")) for i in (2, 3)]
+    tl += [change(900, "m0", "speed", 0.5), change(2100, "m0", "speed", 1.0)]
+    cluster = make_cluster(4, slots=2, timeline=tl)
+    jobs = [make_job(f"j{i}", submit=i * 200.0, maps=24 - 3 * i, reduces=2, dur=100.0,
+                     utility=SoftHard(i * 200.0, i * 200.0 + 1500 + 300 * i,
+                                      i * 200.0 + 3000 + 600 * i))
+            for i in range(5)]
+    result = run(cluster, jobs, "rds", interval=300.0, predictor="last", objective=objective)
+    check_run_invariants(result, cluster, jobs)
+    assert all(j.finish is not None for j in result.core.jobs.values())
+    again = run(cluster, jobs, "rds", interval=300.0, predictor="last", objective=objective)
+    assert [a.start for a in result.core.attempts] == [a.start for a in again.core.attempts]
 
 
 def test_rds_deterministic_and_reports(tmp_path: Path) -> None:
@@ -139,7 +275,8 @@ def test_rds_parameter_errors(tmp_path: Path) -> None:
     bad.write_text("{}")
     with pytest.raises(ParameterError, match="not a progress-model profile"):
         make_policy("rds", {"profile": str(bad)})
-    with pytest.raises(ParameterError, match="objective must be one of paper, deadline"):
+    with pytest.raises(ParameterError,
+                       match="objective must be one of paper, deadline, tardiness"):
         make_policy("rds", {"objective": "edf"})
     with pytest.raises(ParameterError, match="urgency must be >= 1"):
         make_policy("rds", {"urgency": 0.5})

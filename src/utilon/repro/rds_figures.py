@@ -47,7 +47,7 @@ def write_figures(out: Path, result: dict[str, Any],
     fig = Figure(figsize=(10, 6.5))
     axes = fig.subplots(2, 1)
     for ax, (mode, by_label) in zip(axes, runs.items(), strict=True):
-        labels = ("fair", "edf-n", "edf-p", "rds", "rds-h1")
+        labels = ("fair", "edf-n", "edf-p", "rds", "rds-h1", "rds-deadline", "rds-tardiness")
         jobs = list(result["table3"][mode]["rds"]["penalty_by_job"])
         _bars(ax, jobs, {lb: [result["table3"][mode][lb]["penalty_by_job"][j] for j in jobs]
                          for lb in labels if lb in by_label}, "deadline-miss penalty")

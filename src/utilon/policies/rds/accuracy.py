@@ -20,7 +20,7 @@ import numpy as np
 
 from utilon.policies.rds.progress import CompletionLog, ProgressModel, bounded_progress
 
-MAX_EXTRA_STEPS = 200  # beyond the recorded allocations, extrapolate with the last one
+MAX_EXTRA_STEPS = 200  # beyond the recorded allocations, extrapolate with their mean
 
 
 @dataclass
@@ -37,17 +37,32 @@ class JobHistory:
         self.forecasts.append((t, progress, y_prev, len(self.intervals), model.theta.copy()))
 
 
+def _mean_allocation(steps: list[tuple[float, float, float]], interval: float
+                     ) -> tuple[float, float, float]:
+    """What a replay assumes once the recorded allocations run out (the model predicted less
+    progress than the job made): the job's time-weighted mean allocation, one interval at a
+    time.  Not the last interval's: that is the drain of the job's last tasks (partial, a few
+    stragglers), and carrying it on turned a model one interval behind into a prediction
+    hours late (issue 22: 78.6% -> 17.2% NRMSE on 2016-07-22 in scale-up)."""
+    secs = sum(s[2] for s in steps)
+    if secs <= 0:
+        return steps[-1][0], steps[-1][1], interval
+    return (sum(s[0] * s[2] for s in steps) / secs, sum(s[1] * s[2] for s in steps) / secs,
+            interval)
+
+
 def replay(model: ProgressModel, hist: JobHistory, k: int, interval: float) -> float:
     """Predicted finish of forecast ``k`` under the allocations the job received."""
     t, p, y_prev, start, theta = hist.forecasts[k]
     steps = hist.intervals[start:] or [(0.0, 0.0, interval)]
     original = model.theta
     model.theta = theta
+    tail = _mean_allocation(steps, interval)
     try:
         for m in range(len(steps) + MAX_EXTRA_STEPS):
             um, ur, dur = steps[min(m, len(steps) - 1)]
             if m >= len(steps):
-                dur = interval
+                um, ur, dur = tail
             y = bounded_progress(model, um, ur, hist.size, y_prev, interval) * dur / interval
             if p + y >= 1.0 - 1e-12 and y > 0:
                 return t + dur * (1.0 - p) / y

@@ -38,6 +38,13 @@ offset at the operating point (its coefficient is not identifiable from steady r
 reference ends a critical path before the bound; δ has a floor ``late_weight``;
 ``progress_error`` injects the model error of Fig. 10b as a multiplicative N(0, σ)
 perturbation of each job's gain at each step.
+
+``objective`` selects Eq. 3 as written (``paper``, the default) or one of two named variants
+of issue 22 (not in the paper; docs/policies.md#rds and docs/reproduction-rds.md):
+``deadline`` (references as soon as possible, weights by deadline rank, Algorithm 1 by soft
+bound, a job the plan finishes within the interval runs as wide as it can) and
+``tardiness`` (no QP: a sequence in weighted-modified-due-date order over the remaining time
+the progress model and the capacity forecast predict, ``order.py``).
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 from utilon.policies.rds.accuracy import JobHistory, record_finish
 from utilon.policies.rds.capacity import CapacityProfile, effective_capacity
 from utilon.policies.rds.optimizer import TRACKING, RhcProblem, solve_rhc
+from utilon.policies.rds.order import remaining_time, wmdd_key
 from utilon.policies.rds.predict import PredictionLog, Predictor, make_predictor, predictor_names
 from utilon.policies.rds.progress import (
     FLUID_BAND,
@@ -73,7 +81,9 @@ from utilon.policies.rds.slots import dynamic_slot_grants
 PAPER_P = (0.0107, 0.0096, 0.0132)  # §5.2, map-allocation change penalties per control step
 PAPER_Q = (0.0173, 0.0168, 0.0194)  # §5.2, reduce
 OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free progress
-OBJECTIVES = ("paper", "deadline")  # Eq. 3 as written, or the deadline-aware variant
+# Eq. 3 as written; the deadline-aware variant (EDF order); the tardiness-aware one (WMDD)
+OBJECTIVES = ("paper", "deadline", "tardiness")
+MODELS = ("kind", "job")  # RLS adapts the kind's shared model, or each job's own copy
 
 
 def job_work(job: JobView, now: float, speed: float) -> tuple[float, float]:
@@ -130,8 +140,11 @@ class _Track:
     total_map: int = 0
     total_reduce: int = 0
     hist: JobHistory | None = None  # for the completion-time accuracy (accuracy.py)
+    model: ProgressModel | None = None  # the job's own model (``models: job``)
     done_map: int = 0  # done tasks at the previous policy call
     done_reduce: int = 0
+    # the fluid law's gain over the progress model's (map, reduce) at the last control step
+    slowdown: tuple[float, float] = (1.0, 1.0)
 
 
 @register
@@ -149,7 +162,10 @@ class Rds(Policy):
                  progress_error: float = 0.0, seed: int = 0, profile: str = "",
                  history: float = 7 * 86400.0, late_weight: float = 0.1,
                  tracking: str = "interval", objective: str = "paper",
-                 urgency: float = 4.0) -> None:
+                 urgency: float = 4.0, models: str = "kind") -> None:
+        if models not in MODELS:
+            raise ValueError(f"models must be one of {', '.join(MODELS)}, got {models!r}")
+        self.models = models
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, "
                              f"got {objective!r}")
@@ -204,6 +220,7 @@ class Rds(Policy):
         self._cap_since: float | None = None
         self._observed = 0
         self._last_cap = 0.0
+        self._plan_cap: float | None = None  # mean forecast capacity of the last plan
         self.capacity_log = PredictionLog(self.interval)
         self.completion_log = CompletionLog()
         self.solver_calls = 0
@@ -233,15 +250,33 @@ class Rds(Policy):
             solver_s = self._control(snapshot, now, r_a, r_slot,
                                      measure=Trigger.TICK in snapshot.triggers)
         targets = {k: t.target_map + t.target_reduce for k, t in self._tracks.items()}
+        priority = None
+        if self.objective == "deadline":
+            priority = {j.id: j.goal for j in snapshot.jobs}
+        elif self.objective == "tardiness":
+            priority = self._wmdd(snapshot.jobs, now, r_a, r_slot)
+            # one sequence over every active job, a newcomer between control steps included
+            targets = {j.id: math.inf for j in snapshot.jobs}
         decision = dynamic_slot_grants(snapshot.jobs, targets, self._fast, r_slot,
                                        work_conserving=self.work_conserving,
-                                       by_deadline=self.objective == "deadline")
+                                       priority=priority,
+                                       capped=self.objective != "tardiness")
         self._last_rslot = r_slot
         self._last_cap = r_a
         if solver_s is None:
             return decision
         return Decision(grants=decision.grants, backfill=decision.backfill,
                         solver_seconds=solver_s)
+
+    def _wmdd(self, jobs: tuple[JobView, ...] | list[JobView], now: float, r_a: float,
+              r_slot: float) -> dict[str, float]:
+        """The ``tardiness`` order (``order.py``), recomputed at every call as EDF-P's is:
+        each job's remaining time at the capacity the last plan forecast, slowed down or
+        sped up as its progress model says."""
+        cap = self._plan_cap if self._plan_cap is not None else r_a
+        return {j.id: wmdd_key(j, now, remaining_time(j, cap, r_slot,
+                                                      self._tracks[j.id].slowdown))
+                for j in jobs}
 
     def _integrate(self, snapshot: ClusterSnapshot, now: float) -> None:
         """Accumulate each job's allocation and the capacity since the previous call.
@@ -340,8 +375,17 @@ class Rds(Policy):
             self._models[kind] = m
         return m
 
+    def _model_of(self, t: _Track, r_a: float) -> ProgressModel:
+        """The model that predicts ``t``'s progress: its kind's, or (``models: job``) the
+        job's own copy of it, which RLS adapts to this job's measurements alone."""
+        if self.models == "kind":
+            return self._model(t.kind, t.size, r_a)
+        if t.model is None:
+            t.model = self._model(t.kind, t.size, r_a).copy()
+        return t.model
+
     def _control(self, snapshot: ClusterSnapshot, now: float, r_a: float, r_slot: float,
-                 *, measure: bool) -> float:
+                 *, measure: bool) -> float | None:
         self._planned = True
         capacity = self._forecast(now, r_a, measure)
         jobs = [j for j in snapshot.jobs if j.id not in self._fast]
@@ -359,7 +403,7 @@ class Rds(Policy):
             prog = done / total if total > 0 else 1.0
             if measure:
                 self._measure(t, prog, now, r_a)
-            model = self._model(t.kind, t.size, r_a)
+            model = self._model_of(t, r_a)
             run_m, run_r, _, _, rem_m, rem_r = phase_counts(j)
             u_m, u_r = run_m * r_slot, run_r * r_slot
             a, bm, br, ar = model.linearize(u_m, u_r, t.size, t.last_step)
@@ -374,6 +418,7 @@ class Rds(Policy):
             bm = min(max(bm, FLUID_BAND[0] * fluid), FLUID_BAND[1] * fluid)
             br = min(max(br, FLUID_BAND[0] * fluid), FLUID_BAND[1] * fluid)
             a = min(max(a, -OFFSET_BAND), 0.0)
+            t.slowdown = (fluid / bm, fluid / br)
             if self.progress_error > 0:
                 noise = max(0.1, 1.0 + self._rng.normal(0.0, self.progress_error))
                 bm, br = bm * noise, br * noise
@@ -397,16 +442,31 @@ class Rds(Policy):
             # δ of a step: whether the job's SLO is already violated when the step begins
             weight[row] = j.weight * np.maximum(
                 _delta(j, now + self.interval * (steps - 1)), self.late_weight)
-            if self.objective == "deadline":
+            if self.objective != "paper":
                 # as soon as the job can: the progress of a whole interval at the most
                 # allocation it can use now; lateness is priced by the deadline order below
                 rate = bm * arr["capm"][row] if rem_m else br * cap_reduce[row, 0]
                 reference[row] = np.minimum(1.0, prog + max(rate, 1e-9) * steps)
                 weight[row] = j.weight
-        if self.objective == "deadline" and n:
-            # the k-th earliest soft bound weighs urgency^-k: the QP serves jobs in deadline
-            # order where they compete, and still plans with the capacity forecast
-            rank = np.argsort(np.argsort([j.goal for j in jobs], kind="stable"), kind="stable")
+        if self.objective != "paper" and n:
+            # deadline: the k-th earliest soft bound weighs urgency^-k, so the QP serves jobs
+            # in deadline order where they compete, and still plans with the forecast
+            self._plan_cap = float(np.mean(capacity)) if capacity.size else r_a
+            if self.objective == "tardiness":
+                # A sequence: every job may use all it can, Algorithm 1 serves them in WMDD
+                # order (``_wmdd``, recomputed at every call).  No plan splits the cluster:
+                # for a regular objective such as Eq. 1 a split is dominated by a sequence
+                # (docs/reproduction-rds.md measures the QP's split at 28-30% more penalty).
+                for row, j in enumerate(jobs):
+                    t = self._tracks[j.id]
+                    t.target_map, t.target_reduce = float(arr["capm"][row]), float(
+                        cap_reduce[row, 0])
+                    if measure and t.since == now and t.hist is not None:
+                        t.hist.forecast_point(now, t.progress, t.last_step,
+                                              self._model_of(t, r_a))
+                return None
+            rank = np.argsort(np.argsort([j.goal for j in jobs], kind="stable"),
+                              kind="stable")
             weight *= (self.urgency ** -rank.astype(float))[:, None]
         problem = RhcProblem(
             progress=arr["progress"], last_step=arr["last"], reference=reference,
@@ -428,8 +488,16 @@ class Rds(Policy):
             t = self._tracks[j.id]
             t.target_map = float(sol.u_map[row, 0])
             t.target_reduce = float(sol.u_reduce[row, 0])
+            if self.objective != "paper" and sol.progress[row, 0] >= 1.0 - 1e-6:
+                # The plan finishes the job within this interval: let it run as wide as it
+                # can (it is capped at what it can use) instead of spreading the same work
+                # over the interval.  It finishes sooner and hands its slots on in the
+                # variant's order; the jobs after it get no less capacity by the interval's
+                # end.  (Eq. 3 is blind to when in the interval progress is made.)
+                t.target_map = max(t.target_map, float(arr["capm"][row]))
+                t.target_reduce = max(t.target_reduce, float(cap_reduce[row, 0]))
             if measure and t.since == now and t.hist is not None:
-                t.hist.forecast_point(now, t.progress, t.last_step, self._models[t.kind])
+                t.hist.forecast_point(now, t.progress, t.last_step, self._model_of(t, r_a))
         return seconds
 
     def _measure(self, t: _Track, prog: float, now: float, r_a: float) -> None:
@@ -443,7 +511,7 @@ class Rds(Policy):
         if t.hist is not None:
             t.hist.intervals.append((u_m, u_r, elapsed))
         if y > 0 or u_m + u_r > 0:
-            model = self._model(t.kind, t.size, r_a)
+            model = self._model_of(t, r_a)
             predicted = bounded_progress(model, u_m, u_r, t.size, t.last_step, self.interval)
             self.step_log.append((predicted, y))
             model.update(ProgressSample(u_map=u_m, u_reduce=u_r, size=t.size,
@@ -459,7 +527,7 @@ class Rds(Policy):
             return
         if elapsed > 0:
             t.hist.intervals.append((t.acc_map / elapsed, t.acc_reduce / elapsed, elapsed))
-        record_finish(self.completion_log, job, self._models[t.kind], t.hist, now,
+        record_finish(self.completion_log, job, t.model or self._models[t.kind], t.hist, now,
                       self.interval)
 
     def _target(self, job: JobView, now: float) -> tuple[float, int]:

@@ -20,6 +20,9 @@
   default, a choice the paper does not discuss) waiting jobs come after them in deadline
   order, so capacity never idles while work waits; without it waiting jobs get nothing
   until the optimizer moves them.
+* **Variants** (issue 22, not in the paper): ``priority`` replaces the deficit order (the
+  ``deadline`` variant: soft bound; ``tardiness``: WMDD, ``order.py``) and ``capped=False``
+  grants each running job everything it can use (a sequence in that order).
 """
 
 from __future__ import annotations
@@ -40,15 +43,23 @@ def whole_slots(target: float, r_slot: float) -> int:
 
 def dynamic_slot_grants(jobs: Sequence[JobView], targets: Mapping[str, float],
                         first: Sequence[str], r_slot: float, *,
-                        work_conserving: bool = True, by_deadline: bool = False) -> Decision:
+                        work_conserving: bool = True, by_deadline: bool = False,
+                        priority: Mapping[str, float] | None = None,
+                        capped: bool = True) -> Decision:
     """Algorithm 1 as an ordered grant list.
 
     ``targets``: capacity target (slots × speed) of each job in the running queue;
     ``first``: fast-path jobs, served before everyone else in the order given;
     ``by_deadline``: order the running queue by soft bound instead of deficit (the
     deadline-aware variant: when the cluster delivers less than planned, the earliest
-    deadline keeps its slots).
+    deadline keeps its slots);
+    ``priority``: order the running and the waiting queue by this key instead, smaller first
+    (the variants' orders; ``by_deadline`` is ``priority`` = soft bound);
+    ``capped``: False grants the running queue everything it can use (a sequence in
+    ``priority`` order, the ``tardiness`` variant) instead of capping each job at its target.
     """
+    if by_deadline and priority is None:
+        priority = {j.id: j.goal for j in jobs}
     r_slot = max(r_slot, 1e-12)
     front = set(first)
     running: list[tuple[float, float, int, JobView]] = []
@@ -58,14 +69,17 @@ def dynamic_slot_grants(jobs: Sequence[JobView], targets: Mapping[str, float],
         if j.id in front:
             continue
         if j.id in targets and (targets[j.id] > 1e-12 or j.running):
-            key = j.goal if by_deadline else -(targets[j.id] - j.running * r_slot)
+            key = (priority[j.id] if priority is not None
+                   else -(targets[j.id] - j.running * r_slot))
             running.append((key, j.submit, pos, j))
         else:
             waiting.append(j)
     running.sort(key=lambda r: r[:3])
     grants = [Grant(by_id[i].id) for i in first if i in by_id]
-    grants += [Grant(j.id, slots=whole_slots(targets[j.id], r_slot)) for *_, j in running]
+    grants += [Grant(j.id, slots=whole_slots(targets[j.id], r_slot) if capped else None)
+               for *_, j in running]
     if work_conserving:
-        waiting.sort(key=lambda j: (j.goal, j.submit))
+        waiting.sort(key=lambda j: (j.goal if priority is None else priority[j.id],
+                                    j.submit))
         grants += [Grant(j.id, slots=0) for j in waiting]
     return Decision(grants=tuple(grants), backfill=True)
