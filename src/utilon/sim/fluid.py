@@ -136,20 +136,7 @@ class FluidModel:
         old = phases[ex.phase][1]
         ex.phase = phase = ex.phase + 1
         if phase == len(phases):
-            # _remove(m, ex, now), inlined: every task ends here
-            ref = ex.ref
-            execs = m.execs
-            del execs[ref]
-            del self.execs[ref]
-            ex.version += 1
-            if execs:
-                m.usage = list(map(sub, m.usage, old))  # (the phase that just ended)
-            else:
-                m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
-            if m.over:
-                self._recompute(m, now)
-            if self._rec is not None:
-                self._rec.note(ex.machine, m, now)
+            self._remove(m, ex, now)  # records
             return True
         new = phases[phase][1]
         m.usage = [u - a + b for u, a, b in zip(m.usage, old, new, strict=True)]
