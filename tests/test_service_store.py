@@ -121,3 +121,88 @@ def test_a_bad_store_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in ei.value.one_line() and "missing-dir" in ei.value.one_line()
     with pytest.raises(StoreError):
         Store("nosuchdriver://x/y")
+
+
+def test_concurrent_submissions_go_in_groups_and_each_id_is_taken_once(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Submissions that arrive together are written in one transaction (group commit), each
+    returns only once its group has committed, and a duplicate id in the same group is
+    refused like one already in the store."""
+    import threading
+    import time
+
+    store.begin_incarnation(1000.0)
+    assert store.add_job("dup-0", "t", {}, 0.0, None)
+    groups: list[list[str]] = []
+    insert = store._insert_jobs
+
+    def slow_insert(batch):  # type: ignore[no-untyped-def]
+        groups.append([s.job_id for s in batch])
+        time.sleep(0.05)  # a slow fsync: the others arrive meanwhile and wait for the next
+        insert(batch)
+
+    monkeypatch.setattr(store, "_insert_jobs", slow_insert)
+    ids = [f"j{i}" for i in range(40)] + ["dup-0", "dup-1", "dup-1", "dup-1"]
+    results: dict[int, bool] = {}
+    seen_after: dict[int, bool] = {}
+    start = threading.Barrier(len(ids))
+
+    def submit(k: int) -> None:
+        start.wait()
+        results[k] = store.add_job(ids[k], "t", {"k": k}, float(k), None)
+        seen_after[k] = store.get(ids[k]) is not None  # durable when add_job returns
+
+    threads = [threading.Thread(target=submit, args=(k,)) for k in range(len(ids))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(results) == len(ids) and all(seen_after.values())
+    assert all(results[k] for k in range(40))
+    assert not results[40]  # already in the store
+    assert sorted(results[k] for k in (41, 42, 43)) == [False, False, True]
+    assert len(groups) < len(ids) and max(map(len, groups)) > 1  # grouped
+    assert sorted(r.id for r in store.open_jobs()) == sorted(set(ids))
+    assert [e["kind"] for e in store.events_of("dup-1")] == ["submitted"]
+
+
+def test_a_failed_group_fails_every_submission_in_it(store: Store,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group whose transaction fails raises in every call it holds; nothing is half
+    written, and the next submission goes through."""
+    import threading
+
+    store.begin_incarnation(1000.0)
+    gate = threading.Event()
+    insert = store._insert_jobs
+    calls = []
+
+    def failing_once(batch):  # type: ignore[no-untyped-def]
+        calls.append(len(batch))
+        if len(calls) == 1:
+            gate.wait(5)  # hold the first group while the others queue up
+            raise OSError("disk full")
+        insert(batch)
+
+    monkeypatch.setattr(store, "_insert_jobs", failing_once)
+    outcome: dict[str, object] = {}
+
+    def submit(job_id: str) -> None:
+        try:
+            outcome[job_id] = store.add_job(job_id, "t", {}, 0.0, None)
+        except OSError as e:
+            outcome[job_id] = e
+
+    first = threading.Thread(target=submit, args=("a",))
+    first.start()
+    while not calls:
+        threading.Event().wait(0.01)
+    rest = [threading.Thread(target=submit, args=(j,)) for j in ("b", "c")]
+    for t in rest:
+        t.start()
+    gate.set()
+    for t in [first, *rest]:
+        t.join(10)
+    assert isinstance(outcome["a"], OSError)
+    assert outcome["b"] is True and outcome["c"] is True  # the next group
+    assert store.get("a") is None
