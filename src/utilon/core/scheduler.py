@@ -279,8 +279,7 @@ class SchedulerCore(Dispatcher):
         benchmark; ``tests/test_sim_fast_path.py`` holds both paths to the same outputs.
         """
         job = self.active.get(ref[0])
-        if (job is None or self.validate or self.online or now < self.now - EPS
-                or ref not in job.running):
+        if job is None or self.validate or self.online or now < self.now - EPS:
             return self.handle(now, [_tuple(TaskFinished, (ref,))])
         st = job.stages[ref[1]]
         if st.done + 1 == st.total:  # the stage finishes: the general path
@@ -290,9 +289,12 @@ class SchedulerCore(Dispatcher):
             gs = gstates[0]
             if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
                 return self.handle(now, [_tuple(TaskFinished, (ref,))])
+        # _on_finished, inlined (the last check: a stale completion changed nothing above)
+        run = job.running.pop(ref, None)
+        if run is None:  # it raced a kill or a machine loss: the general path counts it
+            return self.handle(now, [_tuple(TaskFinished, (ref,))])
         self.now = now
-        # _on_finished, inlined
-        mi, start = job.running.pop(ref)
+        mi, start = run
         idx = ref[2]
         states = st.states
         if states[idx] is not _RUNNING:

@@ -7,19 +7,16 @@ the offending item: a bug surfaces at the decision that has it, not hours later 
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import itemgetter
 
 from utilon.core.decision import Decision
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.errors import InvalidDecision
 
-_WHOLE = {(None, None)}
 _NONE = {None}
-_stage_machines = attrgetter("stage", "machines")
-_gang = attrgetter("gang")
-_job = attrgetter("job")
-_slots = attrgetter("slots")
-_id = attrgetter("id")
+# Grant and JobView are NamedTuples: their fields by index (C-level, no descriptor call)
+_job, _slots, _stage, _machines, _gang = (itemgetter(i) for i in (0, 1, 2, 3, 5))
+_id = itemgetter(0)
 
 
 def _overlap(a_stage: str | None, a_m: frozenset[str] | None, b_stage: str | None,
@@ -36,8 +33,8 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
                               where=where)
     grants = decision.grants
     # (C-level passes over the grants first; the generator expressions decide otherwise)
-    if (set(map(_stage_machines, grants)) == _WHOLE and not any(map(_gang, grants))) or all(
-            g.stage is None and g.machines is None and not g.gang for g in grants):
+    if (set(map(_stage, grants)) <= _NONE and set(map(_machines, grants)) <= _NONE
+            and not any(map(_gang, grants))):
         # The common case (one whole-job grant each): ids active and distinct, sane slots.
         active = set(map(_id, snap.jobs))
         ids = list(map(_job, grants))

@@ -11,7 +11,7 @@ ready stages are dispatched by the core without a new decision.
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import itemgetter
 
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
@@ -34,6 +34,6 @@ class Fifo(Policy):
                                       for j in order]))
 
 
-_submit = attrgetter("submit")
-_priority = attrgetter("priority")
+_submit = itemgetter(2)  # JobView.submit (a NamedTuple: by index, no descriptor call)
+_priority = itemgetter(4)  # JobView.priority
 _tuple = tuple.__new__  # a whole-job Grant(job_id), without the NamedTuple's Python __new__
