@@ -121,3 +121,24 @@ def test_a_tick_driven_policy_stops_at_once_when_nothing_can_ever_start() -> Non
     res = run(cl, [job], pol)
     assert res.stopped_early == "no task can run and nothing will change"
     assert len(pol.calls) <= 3 and res.core.jobs["j"].finish is None
+
+
+def test_the_first_task_that_fits_nowhere_is_named_among_shared_and_own_demands() -> None:
+    """Tasks share demand objects (one vector each) or bring their own equal ones; the reason
+    names the first task, in order, whose demand fits no machine."""
+    from utilon.core.feasibility import demand_vectors
+
+    cluster = make_cluster(2, slots=4, cpu=4, mem=8)
+    small, big = Resources(slots=1, cpu=1, mem=2), Resources(slots=1, cpu=1, mem=64)
+    tasks = (Task(1.0, small), Task(1.0, small), Task(1.0, Resources(slots=1, cpu=1, mem=64)),
+             Task(1.0, big), Task(1.0, small), Task(1.0, big))
+    job = Job("j", 0.0, (Stage("s", tasks),))
+    assert "task 2 demands" in why_never(job, cluster)
+    names = cluster.resource_names
+    vecs = demand_vectors(job.stages[0], names)
+    assert vecs == [t.demand.vector(names) for t in tasks]
+    assert vecs[0] is vecs[1] is vecs[4] and vecs[3] is vecs[5] and vecs[2] is not vecs[3]
+    shared = Stage("t", tuple(Task(1.0, small) for _ in range(5)))
+    one = demand_vectors(shared, names)
+    assert one == [small.vector(names)] * 5 and all(v is one[0] for v in one)
+    assert why_never(Job("k", 0.0, (shared,)), cluster) == ""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from operator import le
+from operator import attrgetter, le
 from typing import TYPE_CHECKING, NamedTuple
 
 from utilon.errors import UtilonError
@@ -189,6 +189,9 @@ def reach(cluster: Cluster, names: tuple[str, ...], t: float) -> list[tuple[floa
     return [c for c in reach_by_machine(cluster, names, t) if any(c)]
 
 
+_demand = attrgetter("demand")
+
+
 def _describe(names: tuple[str, ...], v: Vec) -> str:
     return "{" + ", ".join(f"{n}: {x:g}" for n, x in zip(names, v, strict=True) if x) + "}"
 
@@ -196,6 +199,9 @@ def _describe(names: tuple[str, ...], v: Vec) -> str:
 def demand_vectors(stage: Stage, names: tuple[str, ...]) -> list[tuple[float, ...]]:
     """Each task's demand as a vector over ``names``, one vector per distinct demand object
     (the tasks of a stage usually share one: a million tasks, a handful of vectors)."""
+    demands = list(map(_demand, stage.tasks))
+    if demands and len(set(map(id, demands))) == 1:  # one shared demand: C-level passes
+        return [demands[0].vector(names)] * len(demands)
     by_demand: dict[int, tuple[float, ...]] = {}
     out = []
     for t in stage.tasks:
@@ -206,22 +212,23 @@ def demand_vectors(stage: Stage, names: tuple[str, ...]) -> list[tuple[float, ..
     return out
 
 
-def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]]) -> str:
-    """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""."""
-    # tasks share demand objects and machines share capacities: test each pair once
+def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]],
+                kinds: list[tuple[float, ...]] | None = None) -> str:
+    """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""
+    (``kinds``: the distinct ``caps``, when the caller has them)."""
+    # tasks share demand vectors and machines share capacities: test each pair once
     demands = demand_vectors(stage, names)
-    kinds = list(dict.fromkeys(caps))
-    fits: dict[tuple[float, ...], bool] = {}
-    for i, d in enumerate(demands):
-        ok = fits.get(d)
-        if ok is None:
-            ok = fits[d] = any(all(map(le, d, c)) for c in kinds)
-        if not ok:
-            biggest = max(caps, key=sum) if caps else ()
-            have = f" (the largest is {_describe(names, biggest)})" if caps else \
-                " (no machine is up then)"
-            return (f"stage {stage.name!r}: task {i} demands {_describe(names, d)}, more than "
-                    f"any machine available after its submission ever has{have}")
+    if kinds is None:
+        kinds = list(dict.fromkeys(caps))
+    distinct = dict(zip(map(id, demands), demands, strict=True)).values()  # C-level
+    never = [d for d in distinct if not any(all(map(le, d, c)) for c in kinds)]
+    if never:
+        i = min(map(demands.index, never))  # the first task that fits nowhere
+        biggest = max(caps, key=sum) if caps else ()
+        have = f" (the largest is {_describe(names, biggest)})" if caps else \
+            " (no machine is up then)"
+        return (f"stage {stage.name!r}: task {i} demands {_describe(names, demands[i])}, more "
+                f"than any machine available after its submission ever has{have}")
     if stage.gang:
         found = pack(demands, caps)
         if found.placement is None and found.complete:
@@ -231,14 +238,16 @@ def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ..
 
 
 def why_never(job: Job, cluster: Cluster, names: tuple[str, ...] | None = None,
-              caps: list[tuple[float, ...]] | None = None) -> str:
+              caps: list[tuple[float, ...]] | None = None,
+              kinds: list[tuple[float, ...]] | None = None) -> str:
     """The policy-independent reason ``job`` can never run on ``cluster``, or "" (``caps``:
-    ``reach`` at the job's submission, when the caller has it)."""
+    ``reach`` at the job's submission, and ``kinds``, its distinct values, when the caller has
+    them)."""
     names = names if names is not None else cluster.resource_names
     if caps is None:
         caps = reach(cluster, names, job.submit)
     for stage in job.stages:
-        why = stage_never(stage, names, caps)
+        why = stage_never(stage, names, caps, kinds)
         if why:
             return why
     return ""
@@ -251,13 +260,14 @@ def check_workload(cluster: Cluster, jobs: Sequence[Job], policy: Policy | None 
     bad: list[tuple[str, str]] = []
     # ``reach`` changes only where the capacity timeline has an event: one per epoch
     times = sorted({ch.time for ch in cluster.timeline})
-    by_epoch: dict[int, list[tuple[float, ...]]] = {}
+    by_epoch: dict[int, tuple[list[tuple[float, ...]], list[tuple[float, ...]]]] = {}
     for job in jobs:
         epoch = bisect.bisect_right(times, job.submit)
-        caps = by_epoch.get(epoch)
-        if caps is None:
-            caps = by_epoch[epoch] = reach(cluster, names, job.submit)
-        why = why_never(job, cluster, names, caps)
+        got = by_epoch.get(epoch)
+        if got is None:
+            caps = reach(cluster, names, job.submit)
+            got = by_epoch[epoch] = (caps, list(dict.fromkeys(caps)))
+        why = why_never(job, cluster, names, *got)
         if not why and policy is not None:
             why = policy.unrunnable(job, cluster) or ""
             if why:
