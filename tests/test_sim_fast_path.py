@@ -9,6 +9,9 @@ Three shortcuts on the per-task path (issue 28) must not change any output:
   the jobs still active and appends new ones is installed incrementally; returning False
   forces the full install.
 * ``Timeline``: attempt rows wait as tuples and move into the arrays in bulk.
+* ``SchedulerCore._extend_order``: under an order-only policy (FIFO, EDF-P), jobs arriving
+  after the installed order are appended without calling ``decide``; disabling it
+  (``core._order_key = None``) makes every arrival a full decision.
 
 Each test runs one workload both ways and compares every attempt, the timeline's columns,
 every job's times and the core's counters.
@@ -84,10 +87,21 @@ def outputs(res: SimResult) -> dict[str, Any]:
 
 
 def simulate(cluster: Cluster, jobs: list[Job], policy: str, *, fused: bool, incremental: bool,
-             estimates: str = "declared") -> tuple[SimResult, dict[str, int]]:
-    sim = Simulation(cluster, jobs, make_policy(policy), estimates=estimates)
+             estimates: str = "declared", ordered: bool | None = None,
+             validate: bool = False) -> tuple[SimResult, dict[str, int]]:
+    sim = Simulation(cluster, jobs, make_policy(policy), estimates=estimates, validate=validate)
     core = sim.core
-    used = {"finish_one": 0, "extension": 0}
+    used = {"finish_one": 0, "extension": 0, "ordered": 0}
+    if not (incremental if ordered is None else ordered):
+        core._order_key = None
+    extend_order = core._extend_order
+
+    def counted_order(cmds: Any) -> bool:
+        done = extend_order(cmds)
+        used["ordered"] += done
+        return done
+
+    core._extend_order = counted_order  # type: ignore[method-assign]
     if fused:
         finish_one = core.finish_one
 
@@ -121,8 +135,40 @@ def test_fast_paths_equal_general_paths(policy: str, seed: int) -> None:
     assert general.stopped_early == "" and general.core.stats.completed > 300
     assert outputs(fast) == outputs(general)
     assert used["finish_one"] > 0.5 * general.core.stats.completed  # the fused path ran
-    if policy == "fifo":  # a FIFO decision at an arrival extends the last one
-        assert used["extension"] > 0.5 * general.core.stats.decisions
+    if policy == "fifo":  # a FIFO arrival extends the installed order, without decide()
+        assert used["ordered"] > 0.5 * general.core.stats.decisions
+    if policy == "fifo" or policy == "edf-p":  # the rest install incrementally or in full
+        assert used["extension"] + used["ordered"] > 0
+    if policy == "edf-p":  # an arrival with the latest deadline so far joins the end
+        assert 0 < used["ordered"] < general.core.stats.decisions
+
+
+def prioritised(seed: int) -> tuple[Cluster, list[Job]]:
+    """The fast-path workload with random priorities, and jobs that arrive together."""
+    cluster, jobs = workload(seed, n_jobs=40, capacity_changes=False)
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, j in enumerate(jobs):
+        submit = jobs[i - 1].submit if i % 4 == 1 else j.submit  # every fourth pair together
+        out.append(dataclasses.replace(j, submit=submit, priority=int(rng.integers(0, 3))
+                                       if i % 3 == 0 else 0))
+    return cluster, out
+
+
+@pytest.mark.parametrize("policy", ["fifo", "edf-p"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_order_extension_with_priorities_and_simultaneous_arrivals(policy: str,
+                                                                   seed: int) -> None:
+    """Priorities put some arrivals ahead of jobs already granted (a full decision), and jobs
+    that arrive together are sorted among themselves: the outputs are the full decisions'."""
+    cluster, jobs = prioritised(seed)
+    general, _ = simulate(cluster, jobs, policy, fused=True, incremental=True, ordered=False)
+    fast, used = simulate(cluster, jobs, policy, fused=True, incremental=True)
+    assert general.stopped_early == ""
+    assert outputs(fast) == outputs(general)
+    assert 0 < used["ordered"] < general.core.stats.decisions  # both kinds of arrival happened
+    checked, _ = simulate(cluster, jobs, policy, fused=True, incremental=True, validate=True)
+    assert outputs(checked) == outputs(general)  # validation takes the full decision
 
 
 def test_fast_paths_with_online_estimates() -> None:
@@ -136,11 +182,15 @@ def test_fast_paths_with_online_estimates() -> None:
 
 
 def test_each_fast_path_alone() -> None:
-    """The fused completion alone and the incremental install alone change nothing either."""
+    """The fused completion, the incremental install and the order extension each alone
+    change nothing either."""
     cluster, jobs = workload(4, capacity_changes=False)
     general = outputs(simulate(cluster, jobs, "fifo", fused=False, incremental=False)[0])
     assert outputs(simulate(cluster, jobs, "fifo", fused=True, incremental=False)[0]) == general
-    assert outputs(simulate(cluster, jobs, "fifo", fused=False, incremental=True)[0]) == general
+    only, used = simulate(cluster, jobs, "fifo", fused=False, incremental=True, ordered=False)
+    assert outputs(only) == general and used["extension"] > 0 and used["ordered"] == 0
+    only, used = simulate(cluster, jobs, "fifo", fused=False, incremental=False, ordered=True)
+    assert outputs(only) == general and used["ordered"] > 0
 
 
 def test_incremental_install_keeps_the_invariants() -> None:
@@ -193,3 +243,26 @@ def test_timeline_pending_rows_reach_every_reader() -> None:
     assert not tl.pending and len(tl) == n
     assert list(tl.outcome[:2]) == [1, 0] and tl.end[3] == 3.5 and tl.machine[4] == 1
 
+
+
+@pytest.mark.parametrize("policy", ["fifo", "edf-p", "fair"])
+def test_a_decision_hook_sees_every_call_of_decide(policy: str) -> None:
+    """``on_decision`` is promised the snapshot and ``decide``'s answer: with a hook every
+    decision calls ``decide`` (no order extension), and the outputs are still the same."""
+    cluster, jobs = workload(6, capacity_changes=False)
+    pol = make_policy(policy)
+    calls: list[float] = []
+    decide = pol.decide
+
+    def spy(snap: Any) -> Any:
+        calls.append(snap.now)
+        return decide(snap)
+
+    pol.decide = spy  # type: ignore[method-assign]
+    hooked: list[float] = []
+    res = Simulation(cluster, jobs, pol, on_decision=lambda t, s, d: hooked.append(t)).run()
+    assert hooked == calls and len(calls) == res.core.stats.decisions > 0
+    plain, used = simulate(cluster, jobs, policy, fused=True, incremental=True)
+    assert outputs(res) == outputs(plain)
+    if policy == "fifo":
+        assert used["ordered"] > 0  # without the hook, arrivals extend the order

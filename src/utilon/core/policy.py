@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from utilon.core.decision import Decision
 from utilon.core.messages import Trigger
-from utilon.core.snapshot import ClusterSnapshot
+from utilon.core.snapshot import ClusterSnapshot, JobView
 from utilon.model.cluster import Cluster
 from utilon.model.job import Job
 
@@ -40,6 +40,14 @@ class Policy(ABC):
     """True for policies that over-commit declared resources on purpose (static slots): live
     backends then record over-commitment instead of refusing it."""
     tick: float | None = None
+    order_only: ClassVar[bool] = False
+    """True for an *order-only* policy: its decision is every active job, one whole-job grant
+    each with no cap, sorted stably (ties stay in arrival order) by ``order_key``, which
+    depends only on what a job was submitted with (FIFO, EDF-P).  At an arrival whose jobs all
+    sort after the installed order the core then appends them without a snapshot or a call to
+    ``decide``: the decision ``decide`` would return, without its O(active jobs) work.  Only
+    after a decision that is exactly such an order (no backfill, slot limit, infeasible items
+    or solver time), and never with a decision hook or validation."""
 
     @abstractmethod
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
@@ -57,6 +65,10 @@ class Policy(ABC):
         only what the policy adds matters here -- a task that fits no machine at all is the
         core's own check (``core.feasibility``)."""
         return None
+
+    def order_key(self, job: JobView) -> Any:
+        """The sort key of an order-only policy (``order_only``); ``decide`` sorts by it."""
+        raise NotImplementedError(f"policy {self.name!r} is not order-only")
 
     def job_finished(self, job_id: str, now: float) -> None:  # noqa: B027 - optional hook
         """Called by the core when a job's last task completes, before any decision at

@@ -28,7 +28,7 @@ import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import add, le, sub
+from operator import add, itemgetter, le, sub
 
 import numpy as np
 
@@ -77,6 +77,9 @@ _tuple = tuple.__new__
 _QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 _JUST_FINISHED = frozenset({Trigger.TASK_FINISHED})
 _DONE_CODE = OUTCOME_CODE["done"]
+_ARRIVAL_ONLY = frozenset({Trigger.ARRIVAL})
+_NONE = {None}
+_slots = itemgetter(1)  # Grant.slots
 ESTIMATE_MODES = ("declared", "online")
 # A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
 # with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
@@ -149,6 +152,12 @@ class SchedulerCore(Dispatcher):
         # every installed grant is whole-job (no stage, machines, kill_excess or gang): a
         # decision that only extends them can be installed incrementally
         self._all_whole = True
+        # An order-only policy (``Policy.order_only``): while the installed grants are its order
+        # of the jobs they name (``_in_order``), jobs that arrive after all of them may be
+        # appended without a call to ``decide`` (``_extend_order``).
+        self._order_key = policy.order_key if policy.order_only else None
+        self._in_order = False
+        self._arrived: list[JobRT] = []  # the jobs submitted in the batch being handled
         self._hungry: set[int] = set()  # see _touch
         self._widen = False  # a grant became hungry: offer it every open machine
         self._with_ready: set[int] = set()
@@ -227,6 +236,7 @@ class SchedulerCore(Dispatcher):
         cmds: list[Command] = []
         triggers: set[Trigger] = set()
         touched: list[int] = []
+        self._arrived = []
         for s in stimuli:
             kind = type(s)
             if kind is TaskFinished:
@@ -383,6 +393,7 @@ class SchedulerCore(Dispatcher):
                 stages[index[dep]].dependents.append(i)
         rt = JobRT(job, stages, self.timeline.add_job(job.id))
         self.jobs[job.id] = rt
+        self._arrived.append(rt)
         self.active[job.id] = rt
 
     def _note_demands(self, job: Job, vecs: list[tuple[float, ...]]) -> None:
@@ -747,6 +758,11 @@ class SchedulerCore(Dispatcher):
         return j.view
 
     def _decide(self, triggers: frozenset[Trigger], cmds: list[Command]) -> None:
+        if (self._in_order and self._arrived and not self.validate
+                and self._on_decision is None  # a decision hook sees decide()'s every call
+                and triggers & self.policy.triggers == _ARRIVAL_ONLY
+                and self._extend_order(cmds)):
+            return
         snap = self.snapshot(triggers)
         t0 = self._timer()
         decision = self.policy.decide(snap)
@@ -758,6 +774,46 @@ class SchedulerCore(Dispatcher):
         if self._on_decision is not None:
             self._on_decision(self.now, snap, decision)
         self._install(decision, cmds)
+        grants = decision.grants
+        self._in_order = (self._order_key is not None and self._all_whole
+                          and set(map(_slots, grants)) <= _NONE and not decision.backfill
+                          and decision.slot_limit is None and not decision.infeasible
+                          and decision.solver_seconds is None)  # (a solver's time: its own)
+
+    def _extend_order(self, cmds: list[Command]) -> bool:
+        """Jobs that arrived under an order-only policy (``Policy.order_only``) and all sort
+        after the installed order: append them, which is the decision ``decide`` would return
+        (its sort is stable, so the jobs already granted keep their order and equal keys stay
+        in arrival order), with no snapshot, call to ``decide`` or validation of the whole
+        order.  It counts and is timed as a decision (never taken with a decision hook, which
+        is promised the snapshot and ``decide``'s answer).  False, having changed nothing,
+        when they do not all sort after it (the caller then decides in full)."""
+        t0 = self._timer()
+        active = self.active
+        key = self._order_key
+        assert key is not None
+        job_view = self._job_view
+        new = sorted([job_view(j) for j in self._arrived if j.id in active], key=key)
+        if not new:
+            return False
+        grants = self.decision.grants
+        for g in reversed(grants):  # the last granted job still active sorts last of them
+            last = active.get(g[0])
+            if last is not None:
+                if key(job_view(last)) > key(new[0]):
+                    return False  # a new job goes before it: decide in full
+                break
+        kept = [g for g in grants if g[0] in active]
+        if len(kept) + len(new) != len(active):
+            return False
+        tail = tuple([_tuple(Grant, (v[0], None, None, None, False, False)) for v in new])
+        # _install for this decision: nothing infeasible, no slot limit before or after, and
+        # the kept grants are the installed ones (_install_extension's test holds by design)
+        self.decision = Decision(grants=(*kept, *tail))
+        self._append_grants(len(kept), tail)
+        self.stats.decide_seconds.append(self._timer() - t0)
+        self.stats.decisions += 1
+        return True
 
     def _install(self, decision: Decision, cmds: list[Command]) -> None:
         previous = self.decision
@@ -840,6 +896,13 @@ class SchedulerCore(Dispatcher):
         tail = grants[k:]
         if any(map(_scoped, tail)):
             return False
+        self._append_grants(k, tail)
+        return True
+
+    def _append_grants(self, k: int, tail: tuple[Grant, ...]) -> None:
+        """The installed grants of the ``k`` jobs still active stay, in order (renumbered if
+        jobs left); the whole-job grants ``tail`` are built after them."""
+        active = self.active
         old = self._grants
         if k < len(old):  # grants of jobs that finished since: drop them, renumber the rest
             remap: dict[int, int] = {}
@@ -864,7 +927,6 @@ class SchedulerCore(Dispatcher):
             old.append(gs)
             if job.n_ready:
                 touch(job)
-        return True
 
     # ------------------------------------------------------------------ invariants
     def _check_machine(self, m: MachineRT) -> None:

@@ -48,7 +48,11 @@ class EdfPreemptive(Policy):
     summary = "EDF, preemptive without killing: freed slots go to the earliest deadline (RDS §6)"
     paper = "rds"
     triggers = frozenset({Trigger.ARRIVAL, Trigger.TASK_FAILED, Trigger.CAPACITY})
+    order_only = True  # an arrival after every deadline so far just joins the end
+
+    def order_key(self, job: JobView) -> tuple[float, float]:
+        return deadline_key(job)
 
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
-        order = sorted(snapshot.jobs, key=deadline_key)
+        order = sorted(snapshot.jobs, key=deadline_key)  # = order_key
         return Decision(grants=tuple(Grant(j.id) for j in order))

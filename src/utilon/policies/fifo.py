@@ -6,16 +6,16 @@ preempted: when capacity frees up, it goes to the first job in that order with a
 
 The order depends only on which jobs are active, so FIFO decides on arrivals, failures and
 capacity changes only: a job that finishes simply drops out of the installed order, and newly
-ready stages are dispatched by the core without a new decision.
+ready stages are dispatched by the core without a new decision.  It is *order-only*
+(``order_only``): a job arriving after the others joins the end of the installed order without a
+call to ``decide`` (the same decision, for O(1) instead of O(active jobs)).
 """
 
 from __future__ import annotations
 
-from operator import itemgetter
-
 from utilon.core.decision import Decision, Grant
 from utilon.core.messages import Trigger
-from utilon.core.snapshot import ClusterSnapshot
+from utilon.core.snapshot import ClusterSnapshot, JobView
 from utilon.policies.base import Policy, register
 
 
@@ -25,15 +25,19 @@ class Fifo(Policy):
     summary = "first in, first out (by priority, then submit time); no preemption"
     triggers = frozenset({Trigger.ARRIVAL, Trigger.TASK_FAILED, Trigger.CAPACITY})
 
+    order_only = True
+
+    def order_key(self, job: JobView) -> tuple[int, float]:
+        return fifo_key(job)
+
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
-        # Priority (higher first), then submit time, then arrival: two stable sorts, the
-        # secondary key first, give exactly that order without a key tuple per job.
-        order = sorted(snapshot.jobs, key=_submit)
-        order.sort(key=_priority, reverse=True)  # reverse keeps equal keys in order
         return Decision(grants=tuple([_tuple(Grant, (j.id, None, None, None, False, False))
-                                      for j in order]))
+                                      for j in sorted(snapshot.jobs, key=fifo_key)]))
 
 
-_submit = itemgetter(2)  # JobView.submit (a NamedTuple: by index, no descriptor call)
-_priority = itemgetter(4)  # JobView.priority
+def fifo_key(job: JobView) -> tuple[int, float]:
+    """Priority (higher first), then submit time; a stable sort keeps arrival order."""
+    return (-job.priority, job.submit)
+
+
 _tuple = tuple.__new__  # a whole-job Grant(job_id), without the NamedTuple's Python __new__
