@@ -247,11 +247,11 @@ class Simulation:
                     else:
                         phases = ((work, st.vectors[ref[2]]),)
                     fluid_launch(ref, machine_index[c[1]], now, phases)
-                else:
-                    fluid.kill(c.task, now)
+                else:  # a Preempt: (task, machine id, reason)
+                    fluid.kill(c[0], machine_index[c[1]], now)
             if ticked:
                 more = next_job < total_jobs or next_change < len(timeline)
-                idle_ticks, keep, why = core.after_tick(bool(cmds or fluid.execs), more,
+                idle_ticks, keep, why = core.after_tick(bool(cmds or fluid.running), more,
                                                         idle_ticks)
                 if keep:
                     self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]

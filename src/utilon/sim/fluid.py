@@ -83,7 +83,7 @@ class FluidModel:
                  record: bool = False, heap: list[Any] | None = None,
                  seq: Iterator[int] | None = None) -> None:
         self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
-        self.execs: dict[TaskRef, Exec] = {}
+        self.running = 0  # attempts running on all machines (each machine keeps its own)
         self._schedule = schedule
         # The simulator's event heap and sequence counter, when ``schedule`` is the push
         # ``(t, 0, next(seq), 0, (ex, ex.version))`` onto it: a launch then pushes directly.
@@ -113,7 +113,7 @@ class FluidModel:
         ex.last = now
         ex.version = 0
         m.execs[ref] = ex
-        self.execs[ref] = ex
+        self.running += 1
         m.usage = usage = list(map(add, m.usage, phases[0][1]))
         if m.over or any(map(gt, usage, m.cap_eps)):  # over-committed: recompute the rates
             self._recompute(m, now)
@@ -152,14 +152,16 @@ class FluidModel:
             self._rec.note(ex.machine, m, now)
         return False
 
-    def kill(self, ref: TaskRef, now: float) -> None:
-        ex = self.execs.get(ref)
+    def kill(self, ref: TaskRef, mi: int, now: float) -> None:
+        """Stop the attempt of ``ref`` on machine ``mi`` (no-op if it is not running there)."""
+        m = self.machines[mi]
+        ex = m.execs.get(ref)
         if ex is not None:
-            self._remove(self.machines[ex.machine], ex, now)
+            self._remove(m, ex, now)
 
     def _remove(self, m: MachineFluid, ex: Exec, now: float) -> None:
         del m.execs[ex.ref]
-        del self.execs[ex.ref]
+        self.running -= 1
         ex.version += 1
         if m.execs:
             phases = ex.phases
@@ -180,7 +182,7 @@ class FluidModel:
         lost = list(m.execs)
         for ex in m.execs.values():
             ex.version += 1
-            del self.execs[ex.ref]
+        self.running -= len(lost)
         m.execs = {}
         m.usage = [0.0] * len(m.usage)
         m.over = False
