@@ -32,7 +32,7 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
                               where=where)
     grants = decision.grants
-    # (C-level passes over the grants first; the generator expressions decide otherwise)
+    # (C-level passes over the grants; anything else goes through the checks below)
     if (set(map(_stage, grants)) <= _NONE and set(map(_machines, grants)) <= _NONE
             and not any(map(_gang, grants))):
         # The common case (one whole-job grant each): ids active and distinct, sane slots.

@@ -8,7 +8,8 @@ The order depends only on which jobs are active, so FIFO decides on arrivals, fa
 capacity changes only: a job that finishes simply drops out of the installed order, and newly
 ready stages are dispatched by the core without a new decision.  It is *order-only*
 (``order_only``): a job arriving after the others joins the end of the installed order without a
-call to ``decide`` (the same decision, for O(1) instead of O(active jobs)).
+call to ``decide`` (the same decision, without a snapshot, sort and validation of every
+active job).
 """
 
 from __future__ import annotations
