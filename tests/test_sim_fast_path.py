@@ -9,6 +9,10 @@ Three shortcuts on the per-task path (issue 28) must not change any output:
   the jobs still active and appends new ones is installed incrementally; returning False
   forces the full install.
 * ``Timeline``: attempt rows wait as tuples and move into the arrays in bulk.
+* ``FluidModel(metered=False)``: no usage is kept until a slot limit or a scale or speed
+  change may over-commit a machine; recording usage meters from the start.
+* ``SchedulerCore._append_grants``: the grants of finished jobs stay until they outnumber the
+  active jobs.
 * ``SchedulerCore._extend_order``: under an order-only policy (FIFO, EDF-P), jobs arriving
   after the installed order are appended without calling ``decide``; disabling it
   (``core._order_key = None``) makes every arrival a full decision.
@@ -266,3 +270,70 @@ def test_a_decision_hook_sees_every_call_of_decide(policy: str) -> None:
     assert outputs(res) == outputs(plain)
     if policy == "fifo":
         assert used["ordered"] > 0  # without the hook, arrivals extend the order
+
+
+@pytest.mark.parametrize("policy", ["fifo", "fair", "fair-slots", "edf-p"])
+@pytest.mark.parametrize("changes", [False, True])
+def test_unmetered_fluid_model_equals_metered(policy: str, changes: bool) -> None:
+    """Without usage phases the fluid model keeps no usage until something may over-commit a
+    machine (``FluidModel.metered``): recording usage meters from the start, and every other
+    output is the same.  A slot limit (fair-slots) or a scale change starts the metering."""
+    cluster, jobs = workload(7, capacity_changes=changes)
+    runs = {}
+    for record in (False, True):
+        sim = Simulation(cluster, jobs, make_policy(policy), record_usage=record)
+        runs[record] = (sim.run(), sim.fluid.metered)
+    (plain, metered_at_end), (recorded, _) = runs[False], runs[True]
+    assert plain.stopped_early == ""
+    assert outputs(plain) == outputs(recorded)
+    assert metered_at_end == (changes or policy == "fair-slots")
+    if changes:
+        assert plain.core.stats.lost > 0  # the machine that left took running tasks with it
+
+
+def test_grants_of_finished_jobs_are_dropped_now_and_then() -> None:
+    """The order extension leaves the grants of finished jobs in place and drops them once
+    they outnumber the active jobs: the list stays bounded, the invariants hold after every
+    event, and the outputs are the full decisions'."""
+    cluster = make_cluster(2, slots=4, cpu=4, mem=16)
+    demand = Resources(slots=1, cpu=1, mem=2)
+    jobs = [Job(f"j{i:03d}", 5.0 * i, (Stage("map", (Task(3.0 + i % 4, demand),) * 2),),
+                Constant(1.0)) for i in range(400)]  # one or two active at a time
+    general, _ = simulate(cluster, jobs, "fifo", fused=True, incremental=True, ordered=False)
+    sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True)
+    core = sim.core
+    sizes: list[int] = []
+    append = core._append_grants
+
+    def spy(tail: Any) -> None:
+        append(tail)
+        sizes.append(len(core._grants))
+
+    core._append_grants = spy  # type: ignore[method-assign]
+    fast = sim.run()
+    assert outputs(fast) == outputs(general)
+    assert len(sizes) > 390 and max(sizes) <= 2 * 2 + 64 + 2  # bounded: dropped now and then
+    assert min(sizes[100:]) < 10 < max(sizes[100:])  # and it did grow between the drops
+
+
+@pytest.mark.parametrize("action", ["scale", "speed"])
+def test_metering_starts_with_the_usage_of_the_running_tasks(action: str) -> None:
+    """A machine scaled (or slowed) under running tasks: the metering that starts then counts
+    the tasks already running, so they slow down exactly as in a model metered throughout."""
+    cluster = make_cluster(1, slots=4, cpu=4, mem=16, timeline=[
+        change(3.0, "m0", action, 0.5), change(50.0, "m0", action, 1.0)])
+    demand = Resources(slots=1, cpu=1, mem=2)
+    jobs = [Job("a", 0.0, (Stage("map", tuple(Task(10.0 + 0.1 * i, demand)
+                                              for i in range(4))),), Constant(1.0)),
+            Job("b", 1.0, (Stage("map", tuple(Task(7.0, demand) for _ in range(3))),),
+                Constant(1.0))]
+    res = {}
+    for record in (False, True):
+        sim = Simulation(cluster, jobs, make_policy("fifo"), record_usage=record)
+        res[record] = sim.run()
+        assert sim.fluid.metered
+    assert outputs(res[False]) == outputs(res[True])
+    first = [a for a in res[False].core.attempts if a.task[0] == "a"]
+    # four tasks on a machine halved at t=3 shared half of it: the first ran at half speed
+    assert len(first) == 4 and first[0].end == 3.0 + 2 * 7.0
+    assert all(a.end - a.start > 10.0 + 0.1 * i + 5.0 for i, a in enumerate(first))

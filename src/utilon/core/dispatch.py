@@ -11,7 +11,8 @@ stages launch whole or not at all, placed by ``feasibility.pack``.
 To keep a task event cheap the dispatcher keeps: an *open* list of up machines that could still
 fit the smallest demand seen; the grants whose job has a ready task (``_with_ready``) and those
 also under their limit (``_hungry``); and a free-capacity vector per machine, so that a fit
-test is one C-level ``all(map(le, demand, free))``.  After a task completion only the freed
+test is one call of an element-wise comparison written out for the cluster's resources
+(``vec``).  After a task completion only the freed
 machine is offered, unless a grant became hungry again (it may want any machine).
 
 ``Dispatcher`` is a mixin of ``SchedulerCore``: it reads and updates the core's state and calls
@@ -21,6 +22,7 @@ its ``_launch``; it is split out so that the placement rules can be read on thei
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Sequence
 from operator import le
 from typing import TYPE_CHECKING
 
@@ -48,6 +50,7 @@ class Dispatcher:
     _min_demand: list[float] | None
     _open: list[int]
     _open_set: set[int]
+    _vle: Callable[[Sequence[float], Sequence[float]], bool]  # a <= b everywhere (``vec``)
 
     if TYPE_CHECKING:
         def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
@@ -65,7 +68,7 @@ class Dispatcher:
         md = self._min_demand
         if md is None:
             return True
-        return all(map(le, md, m.free))
+        return self._vle(md, m.free)
 
     def _refresh_open(self, m: MachineRT) -> None:
         should = m.state is _UP and self._has_room(m)
@@ -81,7 +84,7 @@ class Dispatcher:
         sl = self._slot_limit
         if sl is not None:
             return self._slot_room(m, st) > 0 and all(map(le, v, m.capx))
-        return all(map(le, v, m.free))
+        return self._vle(v, m.free)
 
     def _slot_room(self, m: MachineRT, st: StageRT) -> int:
         """Static slots left on ``m`` for a task of ``st`` (its pool, under ``reduce_k``)."""
@@ -148,6 +151,7 @@ class Dispatcher:
         machines = self.machines
         open_set = self._open_set
         slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
+        fits = self._vle
         launch = self._launch
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
@@ -177,7 +181,7 @@ class Dispatcher:
                     mi = cands[p]
                     if mi in open_set:
                         m = machines[mi]
-                        if self._fits(m, st, v) if slots else all(map(le, v, m.free)):
+                        if self._fits(m, st, v) if slots else fits(v, m.free):
                             break
                     p += 1
                 if p == n:

@@ -28,7 +28,7 @@ import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import add, itemgetter, le, sub
+from operator import itemgetter, le
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageVie
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
+from utilon.core.vec import ops as vec_ops
 from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster, Machine
 from utilon.model.job import Job
@@ -135,6 +136,8 @@ class SchedulerCore(Dispatcher):
         self.names = cluster.resource_names
         self.slot_resource = cluster.slot_resource
         self._slot_idx = self.names.index(self.slot_resource)
+        # element-wise vector operations written out for this many resources (``vec``)
+        self._vadd, self._vsub, self._vle, _ = vec_ops(len(self.names))
         self.validate = validate
         self._timer = timer
         self._on_decision = on_decision
@@ -323,7 +326,7 @@ class SchedulerCore(Dispatcher):
         tasks = m.tasks
         del tasks[ref]
         if tasks:
-            m.free = list(map(add, m.free, v))
+            m.free = self._vadd(m.free, v)
         else:
             m.reset_free()
         job.dirty = True
@@ -358,7 +361,7 @@ class SchedulerCore(Dispatcher):
             # _refresh_open(m), inlined: a release can only open the machine
             if self._slot_limit is None:
                 md = self._min_demand
-                room = md is None or all(map(le, md, m.free))
+                room = md is None or self._vle(md, m.free)
             else:
                 room = self._has_room(m)
             if room:
@@ -609,7 +612,7 @@ class SchedulerCore(Dispatcher):
         st.started_sum += now
         job.running[ref] = (m.index, now)
         v = st.vectors[idx]
-        m.free = list(map(sub, m.free, v))
+        m.free = self._vsub(m.free, v)
         m.ntasks += 1
         if st.is_reduce:
             m.nreduce += 1
@@ -624,7 +627,7 @@ class SchedulerCore(Dispatcher):
         # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
         if self._slot_limit is None:
             md = self._min_demand
-            room = md is None or all(map(le, md, m.free))
+            room = md is None or self._vle(md, m.free)
         else:
             room = self._has_room(m)
         if not room and m.index in self._open_set:
@@ -642,7 +645,7 @@ class SchedulerCore(Dispatcher):
         tasks = m.tasks
         del tasks[ref]
         if tasks:
-            m.free = list(map(add, m.free, v))
+            m.free = self._vadd(m.free, v)
         else:
             m.reset_free()  # no task left: recomputed, which drops float noise
         job.dirty = True
@@ -810,7 +813,7 @@ class SchedulerCore(Dispatcher):
         # _install for this decision: nothing infeasible, no slot limit before or after, and
         # the kept grants are the installed ones (_install_extension's test holds by design)
         self.decision = Decision(grants=(*kept, *tail))
-        self._append_grants(len(kept), tail)
+        self._append_grants(tail)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
         return True
@@ -896,15 +899,18 @@ class SchedulerCore(Dispatcher):
         tail = grants[k:]
         if any(map(_scoped, tail)):
             return False
-        self._append_grants(k, tail)
+        self._append_grants(tail)
         return True
 
-    def _append_grants(self, k: int, tail: tuple[Grant, ...]) -> None:
-        """The installed grants of the ``k`` jobs still active stay, in order (renumbered if
-        jobs left); the whole-job grants ``tail`` are built after them."""
+    def _append_grants(self, tail: tuple[Grant, ...]) -> None:
+        """The installed grants stay, in order; the whole-job grants ``tail`` are built after
+        them.  The grants of jobs that finished stay too, idle (a finished job has no ready
+        task, so they are in neither dispatch index), until they outnumber the active jobs:
+        then they are dropped and the rest renumbered, in O(1) per job amortised rather than
+        O(active jobs) at every arrival."""
         active = self.active
         old = self._grants
-        if k < len(old):  # grants of jobs that finished since: drop them, renumber the rest
+        if len(old) > 2 * len(active) + 64:
             remap: dict[int, int] = {}
             new_grants: list[GrantState] = []
             for gs in old:
@@ -918,7 +924,7 @@ class SchedulerCore(Dispatcher):
             self._with_ready = {remap[o] for o in self._with_ready if o in remap}
             self._grants = old = new_grants
         touch = self._touch
-        for order, g in enumerate(tail, k):
+        for order, g in enumerate(tail, len(old)):
             job = active[g[0]]
             slots = g[1]
             gs = GrantState(order, job, None, None, INF if slots is None else slots)

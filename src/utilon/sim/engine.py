@@ -105,8 +105,13 @@ class Simulation:
         self.core.check_workload(self.jobs)  # a job that can never run is refused up front
         self._heap: list[tuple[float, int, int, int, object]] = []
         self._seq = itertools.count(1)  # insertion order of heap entries
+        # Usage is kept per machine only where it can matter (``fluid`` module docstring): a
+        # task with usage phases may use other than it declared; else only a slot limit or a
+        # scale or speed change can over-commit a machine, and those start the metering.
+        phased = any(t.phases for j in self.jobs for st in j.stages for t in st.tasks)
         self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec,
-                                record=record_usage, heap=self._heap, seq=self._seq)
+                                record=record_usage, heap=self._heap, seq=self._seq,
+                                metered=phased)
         self._timer = timer
         self._progress = progress
         self._machine_index = {m.id: i for i, m in enumerate(cluster.machines)}
@@ -233,6 +238,8 @@ class Simulation:
                     continue
                 cmds = core.handle(now, stimuli)
             last_batch = now
+            if cmds and not fluid.metered and core.decision.slot_limit is not None:
+                fluid.start_metering()  # static slots may over-commit declared capacity
             faster = self._colocated(cmds) if colocating and cmds else None
             for c in cmds:
                 if type(c) is Launch:

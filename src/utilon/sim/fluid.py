@@ -22,6 +22,16 @@ When a machine is not over-committed before or after a change, every rate equals
 machine's speed and nothing needs recomputing: that fast path is the common case and keeps the
 simulator close to the cost of a bare event loop.
 
+*Metering.*  Usage only matters once a machine may be over-committed, and that needs a task
+whose actual use differs from what it declared (usage phases), a static ``SlotLimit`` (which
+dispatches past declared capacity on purpose), or a machine scaled down under its tasks: the
+core never over-commits declared capacity by itself.  So a model built with ``metered=False``
+(the simulator does so when no task has phases and usage is not recorded) keeps no usage at
+all, and every rate is the machine's speed; ``start_metering`` (called by the simulator when
+the core installs a slot limit, and by ``set_scale`` / ``set_speed``) sums the running
+attempts' usage once and from then on keeps it as above.  Outputs are the same either way:
+without over-commitment, usage changes no rate.
+
 With ``record=True`` the model also keeps, per machine, the actual use of each resource and the
 CPU stalled on other resources after every change (``utilon.sim.usage``); when off, that costs
 one attribute check per change.
@@ -32,10 +42,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heappush as _heappush
 from itertools import count
-from operator import add, gt, sub
 from typing import Any
 
 from utilon.core.messages import TaskRef
+from utilon.core.vec import ops as vec_ops
 from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
 
@@ -63,9 +73,10 @@ class Exec:
 
 
 class MachineFluid:
-    __slots__ = ("base", "cap", "cap_eps", "execs", "over", "speed", "usage")
+    __slots__ = ("base", "cap", "cap_eps", "execs", "over", "speed", "usage", "vec")
 
     def __init__(self, base: tuple[float, ...]) -> None:
+        self.vec = vec_ops(len(base))
         self.base = base
         self.cap = base
         self.cap_eps = [c + EPS for c in base]
@@ -75,14 +86,17 @@ class MachineFluid:
         self.over = False
 
     def overcommitted(self) -> bool:
-        return any(map(gt, self.usage, self.cap_eps))
+        return self.vec.gt_any(self.usage, self.cap_eps)
 
 
 class FluidModel:
     def __init__(self, cluster: Cluster, names: tuple[str, ...], schedule: Schedule, *,
                  record: bool = False, heap: list[Any] | None = None,
-                 seq: Iterator[int] | None = None) -> None:
+                 seq: Iterator[int] | None = None, metered: bool = True) -> None:
         self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
+        # usage kept per machine (see the module docstring); always when recording it
+        self.metered = metered or record
+        self._vadd, self._vsub, _, self._vgt = vec_ops(len(names))
         self.running = 0  # attempts running on all machines (each machine keeps its own)
         self._schedule = schedule
         # The simulator's event heap and sequence counter, when ``schedule`` is the push
@@ -114,8 +128,12 @@ class FluidModel:
         ex.version = 0
         m.execs[ref] = ex
         self.running += 1
-        m.usage = usage = list(map(add, m.usage, phases[0][1]))
-        if m.over or any(map(gt, usage, m.cap_eps)):  # over-committed: recompute the rates
+        if self.metered:
+            m.usage = usage = self._vadd(m.usage, phases[0][1])
+            over = m.over or self._vgt(usage, m.cap_eps)
+        else:
+            over = False  # (unmetered, nothing is over-committed)
+        if over:  # recompute the rates
             self._recompute(m, now)
         else:
             ex.rate = rate = m.speed
@@ -163,10 +181,12 @@ class FluidModel:
         del m.execs[ex.ref]
         self.running -= 1
         ex.version += 1
-        if m.execs:
+        if not self.metered:
+            pass
+        elif m.execs:
             phases = ex.phases
             p, n = ex.phase, len(phases)
-            m.usage = list(map(sub, m.usage, phases[p if p < n else n - 1][1]))
+            m.usage = self._vsub(m.usage, phases[p if p < n else n - 1][1])
         else:
             m.usage = [0.0] * len(m.usage)  # drop accumulated float noise
         if m.over:
@@ -190,7 +210,21 @@ class FluidModel:
             self._rec.note(mi, m, now)
         return lost
 
+    def start_metering(self) -> None:
+        """Keep usage from now on: each machine's is summed once over its running attempts
+        (in launch order).  A no-op when already metered."""
+        if self.metered:
+            return
+        self.metered = True
+        for m in self.machines:
+            usage = [0.0] * len(m.usage)
+            for ex in m.execs.values():
+                usage = self._vadd(usage, ex.phases[ex.phase][1])
+            m.usage = usage
+            m.over = m.overcommitted()  # (never: the core does not over-commit by itself)
+
     def set_scale(self, mi: int, factor: float, now: float) -> None:
+        self.start_metering()
         m = self.machines[mi]
         m.cap = tuple(b * factor for b in m.base)
         m.cap_eps = [c + EPS for c in m.cap]
@@ -199,6 +233,7 @@ class FluidModel:
             self._rec.note(mi, m, now)
 
     def set_speed(self, mi: int, factor: float, now: float) -> None:
+        self.start_metering()
         m = self.machines[mi]
         m.speed = factor
         self._recompute(m, now)

@@ -1,0 +1,41 @@
+"""``core.vec``: the written-out vector operations equal the ``map`` forms bit for bit."""
+
+from __future__ import annotations
+
+from operator import add, gt, le, sub
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from utilon.core.vec import MAX_UNROLLED, ops
+
+floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+
+def bits(xs: list[float]) -> list[str]:
+    return [x.hex() for x in xs]  # NaN and -0.0 compare by their bits
+
+
+@given(st.integers(1, MAX_UNROLLED + 3).flatmap(
+    lambda n: st.tuples(st.lists(floats, min_size=n, max_size=n),
+                        st.lists(floats, min_size=n, max_size=n))))
+def test_ops_equal_the_map_forms(pair: tuple[list[float], list[float]]) -> None:
+    a, b = pair
+    v = ops(len(a))
+    assert bits(v.add(a, tuple(b))) == bits(list(map(add, a, b)))
+    assert bits(v.sub(a, b)) == bits(list(map(sub, a, b)))
+    assert v.le(a, b) == all(map(le, a, b))
+    assert v.gt_any(a, b) == any(map(gt, a, b))
+
+
+def test_ops_are_cached_and_written_out_up_to_the_limit() -> None:
+    assert ops(3) is ops(3)
+    assert ops(3).add.__code__.co_filename == "<string>"  # generated
+    assert ops(MAX_UNROLLED + 1).add.__code__.co_filename != "<string>"  # the map form
+    assert ops(1).add([1.5], [2.0]) == [3.5]
+
+
+def test_ops_refuse_an_empty_vector() -> None:
+    with pytest.raises(ValueError, match="at least one element"):
+        ops(0)
