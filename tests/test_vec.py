@@ -39,3 +39,40 @@ def test_ops_are_cached_and_written_out_up_to_the_limit() -> None:
 def test_ops_refuse_an_empty_vector() -> None:
     with pytest.raises(ValueError, match="at least one element"):
         ops(0)
+
+
+def test_generated_functions_pickle_by_reference_into_a_fresh_process() -> None:
+    """Parallel runs send results (which hold the core, which holds these functions) between
+    processes: a fresh interpreter that never generated them resolves them by name."""
+    import pickle
+    import subprocess
+    import sys
+
+    data = pickle.dumps(ops(5))
+    code = ("import pickle, sys; v = pickle.loads(sys.stdin.buffer.read()); "
+            "print(v.add([1.0] * 5, [0.5] * 5), v.le([1.0] * 5, [1.0] * 5))")
+    out = subprocess.run([sys.executable, "-c", code], input=data, capture_output=True,
+                         check=True).stdout.decode()
+    assert out.strip() == "[1.5, 1.5, 1.5, 1.5, 1.5] True"
+    assert pickle.loads(pickle.dumps(ops(MAX_UNROLLED + 2))).add([1.0] * 18, [1.0] * 18) == [
+        2.0] * 18
+
+
+def test_a_finished_simulation_pickles() -> None:
+    import pickle
+
+    from builders import make_cluster, make_job
+    from utilon.policies import make_policy
+    from utilon.sim import simulate
+
+    res = simulate(make_cluster(2), [make_job("a"), make_job("b", 1.0)], make_policy("fifo"))
+    back = pickle.loads(pickle.dumps(res))
+    assert back.core.attempts == res.core.attempts and back.end_time == res.end_time
+
+
+def test_an_unknown_attribute_is_still_an_error() -> None:
+    import utilon.core.vec as vec
+
+    for name in ("_add0", f"_add{MAX_UNROLLED + 1}", "_mul3", "nothing"):
+        with pytest.raises(AttributeError):
+            getattr(vec, name)

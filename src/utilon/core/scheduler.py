@@ -332,9 +332,10 @@ class SchedulerCore(Dispatcher):
         job.dirty = True
         if gstates:
             gs.running -= 1
-            # _touch(job) for its one grant, inlined
-            o = gs.order
+            # _touch(job) for its one grant, inlined; with no ready task it is a no-op: the
+            # launch that took the last ready task removed the grant from both indexes
             if job.n_ready > 0:
+                o = gs.order
                 self._with_ready.add(o)
                 if gs.running < gs.limit:
                     if o not in self._hungry:
@@ -342,9 +343,6 @@ class SchedulerCore(Dispatcher):
                         self._widen = True
                 else:
                     self._hungry.discard(o)
-            else:
-                self._with_ready.discard(o)
-                self._hungry.discard(o)
         dt = now - start
         busy = self._busy_dt
         busy[v] = busy.get(v, 0.0) + dt

@@ -8,10 +8,15 @@ writes those functions out for ``n`` resources (the way ``collections.namedtuple
 ``dataclasses`` generate their methods) and caches them; the arithmetic is the same, element by
 element and in the same order, so results are bit-identical to the ``map`` forms.  Beyond
 ``MAX_UNROLLED`` resources the ``map`` forms are used as they are.
+
+The generated functions are this module's attributes (``_add3``, ``_le3``, ...), created on
+first use, so that objects holding them pickle by reference like any function (parallel runs
+send results between processes).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import cache
 from operator import add, gt, le, sub
@@ -31,13 +36,31 @@ class VecOps(NamedTuple):
     gt_any: Callable[[Vec, Vec], bool]  # a > b in some element
 
 
-def _map_ops() -> VecOps:
-    return VecOps(
-        add=lambda a, b: list(map(add, a, b)),
-        sub=lambda a, b: list(map(sub, a, b)),
-        le=lambda a, b: all(map(le, a, b)),
-        gt_any=lambda a, b: any(map(gt, a, b)),
-    )
+def _map_add(a: Vec, b: Vec) -> list[float]:
+    return list(map(add, a, b))
+
+
+def _map_sub(a: Vec, b: Vec) -> list[float]:
+    return list(map(sub, a, b))
+
+
+def _map_le(a: Vec, b: Vec) -> bool:
+    return all(map(le, a, b))
+
+
+def _map_gt_any(a: Vec, b: Vec) -> bool:
+    return any(map(gt, a, b))
+
+
+_GENERATED = re.compile(r"_(add|sub|le|gt_any)(\d+)")
+
+
+def __getattr__(name: str) -> Callable[[Vec, Vec], object]:
+    """A generated function named by a pickle made in another process: generate it here."""
+    found = _GENERATED.fullmatch(name)
+    if found is None or not 1 <= int(found[2]) <= MAX_UNROLLED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(ops(int(found[2])), found[1])
 
 
 @cache
@@ -46,18 +69,21 @@ def ops(n: int) -> VecOps:
     if n < 1:
         raise ValueError(f"a resource vector has at least one element, got {n}")
     if n > MAX_UNROLLED:
-        return _map_ops()
+        return VecOps(_map_add, _map_sub, _map_le, _map_gt_any)
     idx = range(n)
     src = "\n".join([
-        "def add(a, b):",
+        f"def _add{n}(a, b):",
         f"    return [{', '.join(f'a[{i}] + b[{i}]' for i in idx)}]",
-        "def sub(a, b):",
+        f"def _sub{n}(a, b):",
         f"    return [{', '.join(f'a[{i}] - b[{i}]' for i in idx)}]",
-        "def le(a, b):",
+        f"def _le{n}(a, b):",
         f"    return {' and '.join(f'a[{i}] <= b[{i}]' for i in idx)}",
-        "def gt_any(a, b):",
+        f"def _gt_any{n}(a, b):",
         f"    return {' or '.join(f'a[{i}] > b[{i}]' for i in idx)}",
     ])
     namespace: dict[str, Callable[..., object]] = {}
     exec(src, {}, namespace)  # generated from integers only: no user input reaches it
-    return VecOps(**namespace)  # type: ignore[arg-type]
+    for fn in namespace.values():
+        fn.__module__ = __name__  # pickled by reference, as ``utilon.core.vec._add3``
+        globals()[fn.__name__] = fn
+    return VecOps(*namespace.values())  # type: ignore[arg-type]

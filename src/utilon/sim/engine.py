@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from operator import attrgetter
 
 from utilon.core.decision import Decision
 from utilon.core.messages import (
@@ -45,6 +46,7 @@ from utilon.sim.usage import UsageTrace
 log = logging.getLogger(__name__)
 
 _heappush = heapq.heappush
+_phases = attrgetter("phases")
 _tuple = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
 
 
@@ -108,7 +110,7 @@ class Simulation:
         # Usage is kept per machine only where it can matter (``fluid`` module docstring): a
         # task with usage phases may use other than it declared; else only a slot limit or a
         # scale or speed change can over-commit a machine, and those start the metering.
-        phased = any(t.phases for j in self.jobs for st in j.stages for t in st.tasks)
+        phased = any(any(map(_phases, st.tasks)) for j in self.jobs for st in j.stages)
         self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec,
                                 record=record_usage, heap=self._heap, seq=self._seq,
                                 metered=phased)
@@ -179,23 +181,25 @@ class Simulation:
         wall_limit = self.wall_limit
         stop_when = self.stop_when
         progress = self._progress
+        limited = horizon is not None or wall_limit is not None
+        watched = stop_when is not None or progress is not None
         while heap:
             if next_job == total_jobs and not core.active:
                 break  # every job is done: later capacity changes and ticks change nothing
             now = heap[0][0]
-            if horizon is not None and now > horizon:
-                if core.active or next_job < total_jobs:
-                    stopped = f"horizon {horizon:g} s reached"
-                    last_batch = horizon
-                break
-            if wall_limit is not None and self._timer() - wall0 > wall_limit:
-                if core.active or next_job < total_jobs:
-                    stopped = (f"wall-clock limit of {wall_limit:g} s reached at "
-                               f"simulated time {now:.0f} s")
-                break
+            if limited:
+                if horizon is not None and now > horizon:
+                    if core.active or next_job < total_jobs:
+                        stopped = f"horizon {horizon:g} s reached"
+                        last_batch = horizon
+                    break
+                if wall_limit is not None and self._timer() - wall0 > wall_limit:
+                    if core.active or next_job < total_jobs:
+                        stopped = (f"wall-clock limit of {wall_limit:g} s reached at "
+                                   f"simulated time {now:.0f} s")
+                    break
             _, _, _, kind, payload = pop(heap)
             events += 1
-            ticked = False
             if kind == 0 and (not heap or heap[0][0] != now):
                 # The hot path: a task event alone at its instant.  Same as the batch below
                 # with one stimulus, without building it (``finish_one`` is ``handle`` for it).
@@ -206,7 +210,12 @@ class Simulation:
                 if not phase_end(ex, now):
                     continue  # the next usage phase: nothing for the core
                 cmds = finish_one(now, ex.ref)
+                last_batch = now
+                if not cmds and not watched:
+                    continue  # nothing to launch and no one to tell: the next event
+                ticked = False
             else:
+                ticked = False
                 stimuli: list[Stimulus] = []
                 while True:
                     if kind == 0:
@@ -237,7 +246,7 @@ class Simulation:
                 if not stimuli:
                     continue
                 cmds = core.handle(now, stimuli)
-            last_batch = now
+                last_batch = now
             if cmds and not fluid.metered and core.decision.slot_limit is not None:
                 fluid.start_metering()  # static slots may over-commit declared capacity
             faster = self._colocated(cmds) if colocating and cmds else None

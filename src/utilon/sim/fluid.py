@@ -150,6 +150,12 @@ class FluidModel:
     def phase_end(self, ex: Exec, now: float) -> bool:
         """Advance ``ex`` past its current phase; True if the task is finished."""
         m = self.machines[ex.machine]
+        if not self.metered:  # one phase (unmetered, no task has phases): _remove, inlined
+            del m.execs[ex.ref]
+            self.running -= 1
+            ex.phase = 1
+            ex.version += 1
+            return True
         phases = ex.phases
         old = phases[ex.phase][1]
         ex.phase = phase = ex.phase + 1
