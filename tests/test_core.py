@@ -61,7 +61,7 @@ def assert_within_capacity(core: SchedulerCore) -> None:
     names = core.names
     for m in core.machines:
         used = [0.0] * len(names)
-        for ref in m.tasks:
+        for ref in core.tasks_on(m.index):
             job = core.jobs[ref[0]].job
             v = job.stages[ref[1]].tasks[ref[2]].demand.vector(names)
             used = [u + x for u, x in zip(used, v, strict=True)]
@@ -488,7 +488,7 @@ def test_machine_leave_loses_its_tasks_and_join_makes_it_usable() -> None:
     assert sorted(a.task.index for a in lost) == [0, 1]
     assert all(a.machine == "m0" and a.end == 2 for a in lost)
     assert core.stats.lost == 2
-    assert not core.machines[0].tasks and core.machines[0].used == [0.0, 0.0, 0.0]
+    assert not core.tasks_on(0) and core.machines[0].used == [0.0, 0.0, 0.0]
     view = core.snapshot().machines[0]
     assert view.up is False
     cmds = step(core, 3, finish(TaskRef("j", 0, 2)))
@@ -727,6 +727,6 @@ def test_a_cancelled_job_stops_and_its_capacity_goes_to_the_others(policy: str) 
     assert all("cancelled" in k.reason for k in killed)
     assert core.jobs["a"].state is JobState.CANCELLED and "a" not in core.active
     assert {c.task.job for c in launches(cmds)} <= {"b"}  # the freed slots go to b
-    assert sum(1 for m in core.machines for r in m.tasks if r[0] == "a") == 0
+    assert sum(1 for m in core.machines for r in core.tasks_on(m.index) if r[0] == "a") == 0
     # a cancel of a job that is over, or unknown, changes nothing
     assert step(core, 2.0, JobCancelled("a")) == [] and step(core, 2.0, JobCancelled("x")) == []

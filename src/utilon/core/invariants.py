@@ -45,7 +45,7 @@ def check_invariants(core: SchedulerCore) -> None:
     ntasks = dict.fromkeys(per_machine, 0)
     for job in core.active.values():
         counts = {s.index: 0 for s in job.stages}
-        for ref, (mi, _) in job.running.items():
+        for ref, (mi, _, _) in job.running.items():
             st = job.stages[ref[1]]
             if st.states[ref[2]] is not _RUNNING:
                 raise IllegalTransition(f"{ref} listed running but is "
@@ -71,7 +71,7 @@ def check_invariants(core: SchedulerCore) -> None:
         if n_ready != job.n_ready:
             raise IllegalTransition(f"job {job.id}: n_ready {job.n_ready} != {n_ready}")
     for m in core.machines:
-        if ntasks[m.index] != m.ntasks or len(m.tasks) != m.ntasks:
+        if ntasks[m.index] != m.ntasks:
             raise IllegalTransition(f"machine {m.id}: task count out of sync")
         if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
             raise IllegalTransition(f"machine {m.id}: used {m.used} != "
@@ -88,7 +88,7 @@ def check_invariants(core: SchedulerCore) -> None:
             raise IllegalTransition(f"grant of {gs.job.id}: dispatch index out of sync")
         if gs.job.state is JobState.DONE or gs.job.state is JobState.CANCELLED:
             continue
-        expect = sum(1 for r, (mi, _) in gs.job.running.items() if gs.covers(r[1], mi))
+        expect = sum(1 for r, (mi, _, _) in gs.job.running.items() if gs.covers(r[1], mi))
         if expect != gs.running:
             raise IllegalTransition(f"grant of {gs.job.id}: running {gs.running} != "
                                     f"{expect}")

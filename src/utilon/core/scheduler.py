@@ -197,7 +197,7 @@ class SchedulerCore(Dispatcher):
         at once): without a capacity change or an arrival nothing can start or finish."""
         machines = self.machines
         for job in self.active.values():
-            for ref, (mi, _) in job.running.items():
+            for ref, (mi, _, _) in job.running.items():
                 m = machines[mi]
                 # a task on a machine scaled or slowed to zero makes no progress
                 if m.speed > 0 and (m.scale > 0 or not any(job.stages[ref[1]].vectors[ref[2]])):
@@ -307,7 +307,7 @@ class SchedulerCore(Dispatcher):
         if run is None:  # it raced a kill or a machine loss: the general path counts it
             return self.handle(now, [_tuple(TaskFinished, (ref,))])
         self.now = now
-        mi, start = run
+        mi, start, _ = run
         idx = ref[2]
         states = st.states
         if states[idx] is not _RUNNING:
@@ -323,9 +323,7 @@ class SchedulerCore(Dispatcher):
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
-        tasks = m.tasks
-        del tasks[ref]
-        if tasks:
+        if m.ntasks:
             m.free = self._vadd(m.free, v)
         else:
             m.reset_free()
@@ -520,7 +518,7 @@ class SchedulerCore(Dispatcher):
             m.state = _UP
         elif action is CapacityAction.LEAVE:
             check_move(f"machine {m.id}", m.state, MachineState.DOWN)
-            for ref in list(m.tasks):
+            for ref in self.tasks_on(m.index):
                 job = self.active[ref[0]]
                 if ref not in job.running:
                     continue  # a gang sibling already brought back below
@@ -608,13 +606,12 @@ class SchedulerCore(Dispatcher):
         ref = _tuple(TaskRef, (job.id, st.index, idx))
         now = self.now
         st.started_sum += now
-        job.running[ref] = (m.index, now)
+        job.running[ref] = (m.index, now, self.stats.launched)  # (this launch's number)
         v = st.vectors[idx]
         m.free = self._vsub(m.free, v)
         m.ntasks += 1
         if st.is_reduce:
             m.nreduce += 1
-        m.tasks[ref] = None
         gs.running += 1
         job.dirty = True
         if gs.running >= gs.limit or not job.n_ready:
@@ -640,9 +637,7 @@ class SchedulerCore(Dispatcher):
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
-        tasks = m.tasks
-        del tasks[ref]
-        if tasks:
+        if m.ntasks:
             m.free = self._vadd(m.free, v)
         else:
             m.reset_free()  # no task left: recomputed, which drops float noise
@@ -671,7 +666,7 @@ class SchedulerCore(Dispatcher):
     def _requeue(self, job: JobRT, ref: TaskRef, outcome: str, cmds: list[Command] | None,
                  reason: str = "preempted") -> None:
         """RUNNING -> READY: killed (emit Preempt), lost with a machine, or failed."""
-        mi, start = job.running.pop(ref)
+        mi, start, _ = job.running.pop(ref)
         st = job.stages[ref[1]]
         check_move(f"task {ref}", st.states[ref[2]], _READY)
         st.states[ref[2]] = _READY
@@ -685,6 +680,14 @@ class SchedulerCore(Dispatcher):
         setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
         if cmds is not None:
             cmds.append(Preempt(ref, m.id, reason))
+
+    def tasks_on(self, machine: int) -> list[tuple[str, int, int]]:
+        """The tasks running on machine ``machine`` (an index), in launch order.  Gathered
+        from the jobs' running records (a machine keeps only counts, so that a launch and a
+        release update no per-machine record of tasks); for a machine that leaves, and tests."""
+        found = sorted((run[2], ref) for job in self.active.values()
+                       for ref, run in job.running.items() if run[0] == machine)
+        return [ref for _, ref in found]
 
     def _grant_for(self, job: JobRT, stage: int, machine: int) -> GrantState | None:
         for gs in job.gstates:
@@ -706,7 +709,7 @@ class SchedulerCore(Dispatcher):
             placement = {}
             for j in self.active.values():
                 where: dict[tuple[int, int], int] = {}
-                for ref, (mi, _) in j.running.items():
+                for ref, (mi, _, _) in j.running.items():
                     key = (ref[1], mi)
                     where[key] = where.get(key, 0) + 1
                 placement[j.id] = where
@@ -860,7 +863,7 @@ class SchedulerCore(Dispatcher):
                 mask = (frozenset(self._machine_index[x] for x in g.machines)
                         if g.machines is not None else None)
                 gs = GrantState(order, job, stage, mask, limit, g.gang)
-                gs.running = sum(1 for r, (mi, _) in job.running.items()
+                gs.running = sum(1 for r, (mi, _, _) in job.running.items()
                                  if gs.covers(r[1], mi))
             job.gstates.append(gs)
             grants.append(gs)
@@ -874,7 +877,7 @@ class SchedulerCore(Dispatcher):
         for g, gs in zip(decision.grants, grants, strict=True):
             if g.kill_excess and gs.running > gs.limit:
                 excess = int(gs.running - gs.limit)
-                victims = [r for r, (mi, _) in reversed(gs.job.running.items())
+                victims = [r for r, (mi, _, _) in reversed(gs.job.running.items())
                            if gs.covers(r[1], mi)][:excess]  # most recently started first
                 for ref in victims:
                     self._requeue(gs.job, TaskRef(*ref), "killed", cmds)

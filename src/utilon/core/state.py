@@ -59,8 +59,10 @@ class JobRT:
         self.state = JobState.QUEUED
         self.start: float | None = None
         self.finish: float | None = None
-        # running task -> (machine index, start time); insertion order = launch order
-        self.running: dict[tuple[str, int, int], tuple[int, float]] = {}
+        # running task -> (machine index, start time, launch number: the core's count of
+        # launches before it, which orders the tasks of a machine); insertion order = launch
+        # order
+        self.running: dict[tuple[str, int, int], tuple[int, float, int]] = {}
         self.n_ready = sum(len(s.ready) for s in stages)
         self.gstates: list[GrantState] = []
         self.cost = 0.0
@@ -70,7 +72,7 @@ class JobRT:
 
 class MachineRT:
     __slots__ = ("base", "cap", "capx", "free", "id", "index", "machine", "nreduce", "ntasks",
-                 "price", "scale", "speed", "state", "tasks", "view")
+                 "price", "scale", "speed", "state", "view")
 
     def __init__(self, index: int, machine: Machine, names: tuple[str, ...], up: bool) -> None:
         self.index = index
@@ -88,7 +90,6 @@ class MachineRT:
         self.state = MachineState.UP if up else MachineState.DOWN
         self.ntasks = 0
         self.nreduce = 0
-        self.tasks: dict[tuple[str, int, int], None] = {}
         self.view: MachineView | None = None
 
     @property
@@ -99,7 +100,7 @@ class MachineRT:
     def reset_free(self) -> None:
         """Recompute ``free`` from scratch (capacity change, or no task left: drops float
         noise)."""
-        if not self.tasks:
+        if not self.ntasks:
             self.free = [c + FIT_EPS for c in self.cap]
 
 
