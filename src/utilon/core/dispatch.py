@@ -153,6 +153,7 @@ class Dispatcher:
         slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
         fits = self._vle
         launch = self._launch
+        validate = self.validate
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
                 continue
@@ -187,7 +188,7 @@ class Dispatcher:
                 if p == n:
                     break  # the head task fits on no candidate machine now
                 launch(job, st, machines[cands[p]], gs, cmds)
-                if self.validate:
+                if validate:
                     self._check_machine(machines[cands[p]])
                 if ready and vectors[ready[0]] is not v:
                     p = 0  # a different demand may fit machines the last one skipped

@@ -160,6 +160,10 @@ class SchedulerCore(Dispatcher):
         # appended without a call to ``decide`` (``_extend_order``).
         self._order_key = policy.order_key if policy.order_only else None
         self._in_order = False
+        # while ``_in_order``: the installed grants of the jobs still active, by job, in order
+        # (a job that finishes or is cancelled leaves it), so that an extension does not
+        # filter every grant at every arrival
+        self._ordered: dict[str, Grant] = {}
         self._arrived: list[JobRT] = []  # the jobs submitted in the batch being handled
         self._hungry: set[int] = set()  # see _touch
         self._widen = False  # a grant became hungry: offer it every open machine
@@ -455,6 +459,7 @@ class SchedulerCore(Dispatcher):
                 job.state = JobState.DONE
                 job.finish = self.now
                 del self.active[job.id]
+                self._ordered.pop(job.id, None)
                 triggers.add(Trigger.JOB_FINISHED)
                 self.policy.job_finished(job.id, self.now)
 
@@ -475,6 +480,7 @@ class SchedulerCore(Dispatcher):
         check_move(f"job {job.id}", job.state, JobState.CANCELLED)
         job.state = JobState.CANCELLED
         del self.active[job.id]
+        self._ordered.pop(job.id, None)
         return True
 
     def _unlock(self, job: JobRT, st: StageRT) -> None:
@@ -783,6 +789,9 @@ class SchedulerCore(Dispatcher):
                           and set(map(_slots, grants)) <= _NONE and not decision.backfill
                           and decision.slot_limit is None and not decision.infeasible
                           and decision.solver_seconds is None)  # (a solver's time: its own)
+        if self._in_order:
+            self._ordered = {g[0]: g for g in grants}  # (every granted job is active now)
+            self._in_order = len(self._ordered) == len(grants)  # and named once
 
     def _extend_order(self, cmds: list[Command]) -> bool:
         """Jobs that arrived under an order-only policy (``Policy.order_only``) and all sort
@@ -800,20 +809,17 @@ class SchedulerCore(Dispatcher):
         new = sorted([job_view(j) for j in self._arrived if j.id in active], key=key)
         if not new:
             return False
-        grants = self.decision.grants
-        for g in reversed(grants):  # the last granted job still active sorts last of them
-            last = active.get(g[0])
-            if last is not None:
-                if key(job_view(last)) > key(new[0]):
-                    return False  # a new job goes before it: decide in full
-                break
-        kept = [g for g in grants if g[0] in active]
+        kept = self._ordered
+        if kept and key(job_view(active[next(reversed(kept))])) > key(new[0]):
+            return False  # a new job goes before the last granted job still active
         if len(kept) + len(new) != len(active):
             return False
         tail = tuple([_tuple(Grant, (v[0], None, None, None, False, False)) for v in new])
         # _install for this decision: nothing infeasible, no slot limit before or after, and
         # the kept grants are the installed ones (_install_extension's test holds by design)
-        self.decision = Decision(grants=(*kept, *tail))
+        self.decision = Decision(grants=(*kept.values(), *tail))
+        for g in tail:
+            kept[g[0]] = g
         self._append_grants(tail)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1

@@ -122,28 +122,27 @@ class FluidModel:
         ex.machine = mi
         ex.phases = phases
         ex.phase = 0
-        ex.remaining = phases[0][0]
-        ex.rate = 0.0
+        ex.remaining = work = phases[0][0]
         ex.last = now
         ex.version = 0
         m.execs[ref] = ex
         self.running += 1
         if self.metered:
+            ex.rate = 0.0
             m.usage = usage = self._vadd(m.usage, phases[0][1])
-            over = m.over or self._vgt(usage, m.cap_eps)
-        else:
-            over = False  # (unmetered, nothing is over-committed)
-        if over:  # recompute the rates
-            self._recompute(m, now)
-        else:
-            ex.rate = rate = m.speed
-            if rate > 0:
-                heap = self._heap
-                if heap is None:
-                    self._schedule(now + ex.remaining / rate, ex)
-                else:  # the engine's _schedule_exec, inlined
-                    _heappush(heap, (now + ex.remaining / rate, 0, next(self._next_seq), 0,
-                                     (ex, 0)))
+            if m.over or self._vgt(usage, m.cap_eps):  # over-committed: recompute the rates
+                self._recompute(m, now)
+                if self._rec is not None:
+                    self._rec.note(mi, m, now)
+                return
+        # nothing is over-committed (always so unmetered): the rate is the machine's speed
+        ex.rate = rate = m.speed
+        if rate > 0:
+            heap = self._heap
+            if heap is None:
+                self._schedule(now + work / rate, ex)
+            else:  # the engine's _schedule_exec, inlined
+                _heappush(heap, (now + work / rate, 0, next(self._next_seq), 0, (ex, 0)))
         if self._rec is not None:
             self._rec.note(mi, m, now)
 
