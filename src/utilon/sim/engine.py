@@ -186,8 +186,8 @@ class Simulation:
         while heap:
             if next_job == total_jobs and not core.active:
                 break  # every job is done: later capacity changes and ticks change nothing
-            now = heap[0][0]
-            if limited:
+            if limited:  # (else the pop below says when)
+                now = heap[0][0]
                 if horizon is not None and now > horizon:
                     if core.active or next_job < total_jobs:
                         stopped = f"horizon {horizon:g} s reached"
@@ -198,7 +198,7 @@ class Simulation:
                         stopped = (f"wall-clock limit of {wall_limit:g} s reached at "
                                    f"simulated time {now:.0f} s")
                     break
-            _, _, _, kind, payload = pop(heap)
+            now, _, _, kind, payload = pop(heap)
             events += 1
             if kind == 0 and (not heap or heap[0][0] != now):
                 # The hot path: a task event alone at its instant.  Same as the batch below
