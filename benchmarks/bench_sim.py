@@ -12,8 +12,9 @@ coincide and every completion is its own event and its own call into the schedul
 worst case for the simulator; ``--durations per-job`` instead gives all tasks of a stage one
 duration via ``mapreduce_job``, which batches completions).  Each task declares ``slots=1,
 cpu=1, mem=2`` and no usage phases, so machines are never over-committed and the fluid model
-runs unmetered (it keeps no usage: ``sim/fluid.py``).  Jobs arrive as a Poisson process whose rate puts the expected offered load at
-``--load`` (default 0.85) of the cluster's slots, and carry a ``DeadlineStep`` utility
+runs unmetered (it keeps no usage: ``sim/fluid.py``).  Jobs arrive as a Poisson process
+whose rate puts the expected offered load at ``--load`` (default 0.85) of the cluster's
+slots, and carry a ``DeadlineStep`` utility
 (deadline = submit + 4 x the job's critical path) so deadline policies have something to work
 with.  The workload is built before any timing starts.
 
