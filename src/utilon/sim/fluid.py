@@ -149,11 +149,9 @@ class FluidModel:
     def phase_end(self, ex: Exec, now: float) -> bool:
         """Advance ``ex`` past its current phase; True if the task is finished."""
         m = self.machines[ex.machine]
-        if not self.metered:  # one phase (unmetered, no task has phases): _remove, inlined
-            del m.execs[ex.ref]
-            self.running -= 1
+        if not self.metered:  # (unmetered, no task has phases: this was its only phase)
             ex.phase = 1
-            ex.version += 1
+            self._remove(m, ex, now)
             return True
         phases = ex.phases
         old = phases[ex.phase][1]
