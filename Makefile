@@ -11,11 +11,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
+# The simulator's hot modules are compiled with mypyc at install time when a C compiler is
+# there (setup.py; pure Python otherwise): editing one reinstalls, which rebuilds them.
+HOT    := src/utilon/core/state.py src/utilon/core/dispatch.py src/utilon/core/scheduler.py \
+          src/utilon/sim/fluid.py src/utilon/sim/engine.py
+
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(TSTAMP): $(BIN)/python pyproject.toml
+$(TSTAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
 	touch $@ $(STAMP)
 

@@ -43,9 +43,15 @@ event-driven simulator in pure Python, the cost of the event queue alone.  It is
 runs ``--bare-repeats`` times (default 3) and the median run is reported.
 
 Timing uses ``time.perf_counter`` (wall) and, alongside, ``time.process_time`` (CPU of this
-process), which is less sensitive to other processes competing for the cores.  Goal: the full
-simulator within 5x of the bare loop (``ratio = simulator wall s / bare wall s``); the script
-reports honestly whether it is met and exits 0 either way (non-zero only if the run fails).
+process), which is less sensitive to other processes competing for the cores.  Goal (issue
+28): the full simulator within 10x of the bare loop, 5x the aim (``ratio = simulator wall s /
+bare wall s``); the script reports honestly whether each is met and exits 0 either way
+(non-zero only if the run fails).
+
+Compiled or not.  ``pip install`` compiles the simulator's hot modules with mypyc when a C
+compiler is there (``setup.py``); the script says which build it measured (``compiled`` in the
+JSON).  ``UTILON_PURE_PYTHON=1`` measures the pure-Python sources of the same install.  The bare
+loop is pure Python either way: it is the yardstick, not a competitor.
 """
 
 from __future__ import annotations
@@ -78,10 +84,12 @@ from utilon.model import (
     Task,
     mapreduce_job,
 )
+from utilon.native import compiled
 from utilon.policies import make_policy, policy_names
 from utilon.sim import Simulation
 
-GOAL_RATIO = 5.0
+BOUND_RATIO = 10.0  # issue 28: the simulator within 10x of the bare loop
+AIM_RATIO = 5.0  # and 5x the aim
 MACHINES = 500
 SLOTS_PER_MACHINE = 8
 MAPS = (50, 110)  # inclusive range of map tasks per job
@@ -259,12 +267,14 @@ def report(args: argparse.Namespace, wl: Workload, sim: Timing, info: dict[str, 
     bare = sorted(bares, key=lambda t: t.seconds)[len(bares) // 2]  # the median run
     ratio = sim.seconds / bare.seconds
     cpu_ratio = sim.cpu_seconds / bare.cpu_seconds
-    met = ratio <= GOAL_RATIO
+    met = ratio <= BOUND_RATIO
+    aim = ratio <= AIM_RATIO
     console = Console(highlight=False, width=100)
     console.print(f"workload: {len(wl.jobs):,} jobs, {wl.n_tasks:,} tasks, {MACHINES} machines "
                   f"x {SLOTS_PER_MACHINE} slots, offered load {args.load:g}, durations "
                   f"{args.durations}, seed {args.seed}; built in {wl.build_seconds:.1f} s")
-    console.print(f"policy {args.policy}; utilon sources {info['source_digest']}; Python "
+    console.print(f"policy {args.policy}; utilon sources {info['source_digest']}, "
+                  f"{'compiled (mypyc)' if compiled() else 'pure Python'}; Python "
                   f"{platform.python_version()}; load average before the run "
                   f"{info['loadavg_before']:.2f} on {os.cpu_count()} CPUs")
     console.print(f"simulated {info['simulated_seconds']:,.0f} s, mean running tasks "
@@ -296,7 +306,8 @@ def report(args: argparse.Namespace, wl: Workload, sim: Timing, info: dict[str, 
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     console.print(f"peak RSS {peak_mib:,.0f} MiB; whole benchmark took {total_seconds:.1f} s")
     print(f"cpu-time ratio: {cpu_ratio:.1f}x")
-    print(f"ratio: {ratio:.1f}x (goal <= {GOAL_RATIO:g}x: {'met' if met else 'not met'})")
+    print(f"ratio: {ratio:.1f}x (bound <= {BOUND_RATIO:g}x: {'met' if met else 'not met'}; "
+          f"aim <= {AIM_RATIO:g}x: {'met' if aim else 'not met'})")
     return {
         "workload": {"jobs": len(wl.jobs), "tasks": wl.n_tasks, "machines": MACHINES,
                      "slots": wl.slots, "load": args.load, "durations": args.durations,
@@ -306,8 +317,11 @@ def report(args: argparse.Namespace, wl: Workload, sim: Timing, info: dict[str, 
         "bare": {**bare.as_dict(), "runs_seconds": [t.seconds for t in bares]},
         "ratio": ratio,
         "cpu_ratio": cpu_ratio,
-        "goal_ratio": GOAL_RATIO,
+        "goal_ratio": BOUND_RATIO,
         "goal_met": met,
+        "aim_ratio": AIM_RATIO,
+        "aim_met": aim,
+        "compiled": compiled(),
         "peak_rss_mib": peak_mib,
         "total_seconds": total_seconds,
         "python": platform.python_version(),

@@ -95,16 +95,9 @@ class Recorded:
 def simulate_recorded(cluster: Cluster, jobs: Sequence[Job], policy: Policy,
                       estimates: str, validate: bool = True) -> Recorded:
     decisions = record_decisions(policy)
-    sim = Simulation(cluster, jobs, policy, estimates=estimates, validate=validate)
     batches: list[Batch] = []
-    handle = sim.core.handle
-
-    def spy(now: float, stimuli: Any) -> Any:
-        cmds = handle(now, stimuli)
-        batches.append((now, tag(stimuli), tag(cmds)))
-        return cmds
-
-    sim.core.handle = spy  # type: ignore[method-assign]
+    sim = Simulation(cluster, jobs, policy, estimates=estimates, validate=validate,
+                     on_batch=lambda now, st, cmds: batches.append((now, tag(st), tag(cmds))))
     res = sim.run()
     return Recorded(batches, decisions, res)
 

@@ -52,15 +52,9 @@ def test_equal_time_events_form_one_ordered_batch() -> None:
     pol = ScriptedPolicy(triggers=Trigger, tick=10)
     cl = make_cluster(2, slots=1, initially_down=["m1"], timeline=[change(10, "m1", "join")])
     jobs = [make_job("a", maps=1, reduces=0, dur=10), make_job("b", submit=10, maps=2, reduces=0)]
-    sim = Simulation(cl, jobs, pol, validate=True)
     batches: list[tuple[float, list[str]]] = []
-    handle = sim.core.handle
-
-    def spy(now, stimuli):  # type: ignore[no-untyped-def]
-        batches.append((now, [type(s).__name__ for s in stimuli]))
-        return handle(now, stimuli)
-
-    sim.core.handle = spy  # type: ignore[method-assign]
+    sim = Simulation(cl, jobs, pol, validate=True, on_batch=lambda now, stimuli, cmds:
+                     batches.append((now, [type(s).__name__ for s in stimuli])))
     res = sim.run()
     at10 = [names for t, names in batches if t == 10]
     assert at10 == [["TaskFinished", "CapacityChanged", "JobSubmitted", "Tick"]]

@@ -3,11 +3,11 @@
 Three shortcuts on the per-task path (issue 28) must not change any output:
 
 * ``SchedulerCore.finish_one``: a task completion alone at its instant, fused into one frame,
-  is ``handle(now, [TaskFinished(ref)])``.  The engine takes the general path when ``handle``
-  is replaced on the instance, so a spy that only delegates forces it.
+  is ``handle(now, [TaskFinished(ref)])``.  ``core.fast.fuse_finishes = False`` makes the
+  engine take the general path.
 * ``SchedulerCore._install_extension``: a decision that keeps the installed whole-job grants of
-  the jobs still active and appends new ones is installed incrementally; returning False
-  forces the full install.
+  the jobs still active and appends new ones is installed incrementally;
+  ``core.fast.extend_installs = False`` forces the full install.
 * ``Timeline``: attempt rows wait as tuples and move into the arrays in bulk.
 * ``FluidModel(metered=False)``: no usage is kept until a slot limit or a scale or speed
   change may over-commit a machine; recording usage meters from the start.
@@ -93,41 +93,19 @@ def outputs(res: SimResult) -> dict[str, Any]:
 def simulate(cluster: Cluster, jobs: list[Job], policy: str, *, fused: bool, incremental: bool,
              estimates: str = "declared", ordered: bool | None = None,
              validate: bool = False) -> tuple[SimResult, dict[str, int]]:
+    """One run with the shortcuts switched on or off (``core.fast``, ``core._order_key``);
+    how often each was taken."""
     sim = Simulation(cluster, jobs, make_policy(policy), estimates=estimates, validate=validate)
     core = sim.core
-    used = {"finish_one": 0, "extension": 0, "ordered": 0}
     if not (incremental if ordered is None else ordered):
         core._order_key = None
-    extend_order = core._extend_order
-
-    def counted_order(cmds: Any) -> bool:
-        done = extend_order(cmds)
-        used["ordered"] += done
-        return done
-
-    core._extend_order = counted_order  # type: ignore[method-assign]
-    if fused:
-        finish_one = core.finish_one
-
-        def counted_finish(now: float, ref: Any) -> Any:
-            used["finish_one"] += 1
-            return finish_one(now, ref)
-
-        core.finish_one = counted_finish  # type: ignore[method-assign]
-    else:
-        handle = core.handle
-        core.handle = lambda now, stimuli: handle(now, stimuli)  # type: ignore[method-assign]
-    extension = core._install_extension
-
-    def counted_extension(before: Any, grants: Any) -> bool:
-        if not incremental:
-            return False
-        done = extension(before, grants)
-        used["extension"] += done
-        return done
-
-    core._install_extension = counted_extension  # type: ignore[method-assign]
-    return sim.run(), used
+    core.fast.fuse_finishes = fused
+    core.fast.extend_installs = incremental
+    res = sim.run()
+    fast = core.fast
+    used = {"finish_one": core.stats.completed - fast.general_finishes,
+            "extension": fast.install_extensions, "ordered": fast.order_extensions}
+    return res, used
 
 
 @pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "rrh"])
@@ -202,17 +180,8 @@ def test_incremental_install_keeps_the_invariants() -> None:
     dispatch index sets of the grants kept by an incremental install)."""
     cluster, jobs = workload(5)
     sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True)
-    hits = [0]
-    extension = sim.core._install_extension
-
-    def counted(before: Any, grants: Any) -> bool:
-        done = extension(before, grants)
-        hits[0] += done
-        return done
-
-    sim.core._install_extension = counted  # type: ignore[method-assign]
     res = sim.run()
-    assert res.stopped_early == "" and hits[0] > 0
+    assert res.stopped_early == "" and sim.core.fast.install_extensions > 0
 
 
 def test_finish_one_equals_handle_on_a_core() -> None:
@@ -300,16 +269,9 @@ def test_grants_of_finished_jobs_are_dropped_now_and_then() -> None:
     jobs = [Job(f"j{i:03d}", 5.0 * i, (Stage("map", (Task(3.0 + i % 4, demand),) * 2),),
                 Constant(1.0)) for i in range(400)]  # one or two active at a time
     general, _ = simulate(cluster, jobs, "fifo", fused=True, incremental=True, ordered=False)
-    sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True)
-    core = sim.core
-    sizes: list[int] = []
-    append = core._append_grants
-
-    def spy(tail: Any) -> None:
-        append(tail)
-        sizes.append(len(core._grants))
-
-    core._append_grants = spy  # type: ignore[method-assign]
+    sizes: list[int] = []  # the installed grants after every batch
+    sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True,
+                     on_batch=lambda now, stimuli, cmds: sizes.append(len(sim.core._grants)))
     fast = sim.run()
     assert outputs(fast) == outputs(general)
     assert len(sizes) > 390 and max(sizes) <= 2 * 2 + 64 + 2  # bounded: dropped now and then

@@ -15,8 +15,9 @@ test is one call of an element-wise comparison written out for the cluster's res
 (``vec``).  After a task completion only the freed
 machine is offered, unless a grant became hungry again (it may want any machine).
 
-``Dispatcher`` is a mixin of ``SchedulerCore``: it reads and updates the core's state and calls
-its ``_launch``; it is split out so that the placement rules can be read on their own.
+``Dispatcher`` is the base class of ``SchedulerCore``: it reads and updates the core's state
+and launches tasks (``_launch``); it is split out so that the placement rules can be read on
+their own.
 """
 
 from __future__ import annotations
@@ -24,24 +25,36 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from operator import le
-from typing import TYPE_CHECKING
+
+from mypy_extensions import mypyc_attr
 
 from utilon.core.decision import Decision, SlotLimit
 from utilon.core.feasibility import pack
-from utilon.core.messages import Command
+from utilon.core.invariants import check_machine
+from utilon.core.messages import Command, Launch, TaskRef
+from utilon.core.records import CoreStats
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
-from utilon.model.lifecycle import MachineState
+from utilon.errors import IllegalTransition
+from utilon.model.lifecycle import JobState, MachineState, TaskState
 
 EPS = FIT_EPS  # one tolerance for every capacity comparison
 _UP = MachineState.UP
+_READY = TaskState.READY
+_RUNNING = TaskState.RUNNING
+_QUEUED = JobState.QUEUED
+# Message NamedTuples built per task event skip their Python-level __new__ (same values)
+_tuple = tuple.__new__
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class Dispatcher:
     """Placement half of ``SchedulerCore`` (see the module docstring)."""
 
     machines: list[MachineRT]
     decision: Decision
     validate: bool
+    now: float
+    stats: CoreStats
     _grants: list[GrantState]
     _hungry: set[int]
     _with_ready: set[int]
@@ -51,12 +64,7 @@ class Dispatcher:
     _open: list[int]
     _open_set: set[int]
     _vle: Callable[[Sequence[float], Sequence[float]], bool]  # a <= b everywhere (``vec``)
-
-    if TYPE_CHECKING:
-        def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
-                    cmds: list[Command]) -> None: ...
-
-        def _check_machine(self, m: MachineRT) -> None: ...
+    _vsub: Callable[[Sequence[float], Sequence[float]], list[float]]  # a - b (``vec``)
 
     def _has_room(self, m: MachineRT) -> bool:
         sl = self._slot_limit
@@ -119,6 +127,47 @@ class Dispatcher:
             else:
                 self._with_ready.discard(o)
                 self._hungry.discard(o)
+
+    def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
+                cmds: list[Command]) -> None:
+        idx = st.ready.popleft()
+        if st.states[idx] is not _READY:
+            raise IllegalTransition(f"task {job.id}/{st.stage.name}/{idx}: illegal move "
+                                    f"{st.states[idx].name} -> RUNNING")
+        st.states[idx] = _RUNNING
+        st.running += 1
+        st.view = None
+        job.n_ready -= 1
+        ref = _tuple(TaskRef, (job.id, st.index, idx))
+        now = self.now
+        st.started_sum += now
+        job.running[ref] = (m.index, now, self.stats.launched)  # (this launch's number)
+        v = st.vectors[idx]
+        m.free = self._vsub(m.free, v)
+        m.ntasks += 1
+        if st.is_reduce:
+            m.nreduce += 1
+        gs.running += 1
+        job.dirty = True
+        if gs.running >= gs.limit or not job.n_ready:
+            self._touch(job)
+        if job.state is _QUEUED:
+            job.state = JobState.RUNNING
+            job.start = now
+        # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
+        if self._slot_limit is None:
+            md = self._min_demand
+            room = md is None or self._vle(md, m.free)
+        else:
+            room = self._has_room(m)
+        if not room and m.index in self._open_set:
+            self._open_set.discard(m.index)
+            del self._open[bisect.bisect_left(self._open, m.index)]
+        self.stats.launched += 1
+        cmds.append(_tuple(Launch, (ref, m.id)))
+
+    def _check_machine(self, m: MachineRT) -> None:
+        check_machine(self, m)
 
     def _dispatch(self, candidates: list[int] | None, cmds: list[Command]) -> None:
         grants = self._grants

@@ -14,6 +14,7 @@ from utilon.errors import IllegalTransition
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
 if TYPE_CHECKING:
+    from utilon.core.dispatch import Dispatcher
     from utilon.core.scheduler import SchedulerCore
 
 EPS = FIT_EPS  # one tolerance for every capacity comparison
@@ -23,7 +24,7 @@ _DONE = TaskState.DONE
 _UP = MachineState.UP
 
 
-def check_machine(core: SchedulerCore, m: MachineRT) -> None:
+def check_machine(core: Dispatcher, m: MachineRT) -> None:
     """A machine runs within its declared capacity (or its slots)."""
     sl = core._slot_limit
     if sl is not None:

@@ -25,23 +25,22 @@ from __future__ import annotations
 
 import logging
 import time
-from bisect import bisect_left, insort
+from bisect import insort
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from operator import itemgetter, le
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from utilon.core.decision import Decision, Grant, SlotLimit
 from utilon.core.dispatch import Dispatcher
 from utilon.core.feasibility import check_workload, demand_vectors, pack
-from utilon.core.invariants import check_invariants, check_machine
+from utilon.core.invariants import check_invariants
 from utilon.core.messages import (
     CapacityChanged,
     Command,
     JobCancelled,
     JobSubmitted,
-    Launch,
     MachineAdded,
     Preempt,
     Stimulus,
@@ -52,6 +51,7 @@ from utilon.core.messages import (
     Trigger,
 )
 from utilon.core.policy import Policy
+from utilon.core.records import Attempt, CoreStats, FastPaths
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
 from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
@@ -92,30 +92,7 @@ def _scoped(g: Grant) -> bool:
     return g[2] is not None or g[3] is not None or g[4] or g[5]
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One execution attempt of a task, as the core saw it."""
-
-    task: TaskRef
-    machine: str
-    start: float
-    end: float
-    outcome: str  # done | killed | lost | failed
-
-
-@dataclass(slots=True)
-class CoreStats:
-    launched: int = 0
-    completed: int = 0
-    killed: int = 0
-    lost: int = 0
-    failed: int = 0
-    stale: int = 0
-    decisions: int = 0
-    decide_seconds: list[float] = field(default_factory=list)
-    solver_seconds: list[float] = field(default_factory=list)  # optimization policies only
-
-
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class SchedulerCore(Dispatcher):
     def __init__(
         self,
@@ -175,6 +152,7 @@ class SchedulerCore(Dispatcher):
         self._open_set: set[int] = set()
         self._machine_views: tuple[MachineView, ...] | None = None
         self.stats = CoreStats()
+        self.fast = FastPaths()  # the shortcuts' switches and hit counts (not an output)
         self.record_attempts = record_attempts
         self.attempts: list[Attempt] = []
         self.timeline = Timeline(len(self.names))  # always on: compact, feeds the reports
@@ -244,26 +222,25 @@ class SchedulerCore(Dispatcher):
         triggers: set[Trigger] = set()
         touched: list[int] = []
         self._arrived = []
-        for s in stimuli:
-            kind = type(s)
-            if kind is TaskFinished:
-                self._on_finished(s.task, triggers, touched)  # type: ignore[union-attr]
-            elif kind is JobSubmitted:
-                self._on_submitted(s.job)  # type: ignore[union-attr,arg-type]
+        items: Sequence[object] = stimuli  # (anything else is refused below, by name)
+        for s in items:
+            if type(s) is TaskFinished:
+                self._on_finished(s.task, triggers, touched)
+            elif type(s) is JobSubmitted:
+                self._on_submitted(s.job)
                 triggers.add(Trigger.ARRIVAL)
-            elif kind is TaskFailed:
-                self._on_failed(s, triggers, cmds)  # type: ignore[arg-type]
-            elif kind is CapacityChanged:
-                self._on_capacity(s.change.machine, s.change.action,  # type: ignore[union-attr]
-                                  s.change.factor, cmds)  # type: ignore[union-attr]
+            elif type(s) is TaskFailed:
+                self._on_failed(s, triggers, cmds)
+            elif type(s) is CapacityChanged:
+                self._on_capacity(s.change.machine, s.change.action, s.change.factor, cmds)
                 triggers.add(Trigger.CAPACITY)
-            elif kind is Tick:
+            elif type(s) is Tick:
                 triggers.add(Trigger.TICK)
-            elif kind is MachineAdded:
-                self._on_machine_added(s.machine)  # type: ignore[union-attr]
+            elif type(s) is MachineAdded:
+                self._on_machine_added(s.machine)
                 triggers.add(Trigger.CAPACITY)
-            elif kind is JobCancelled:
-                if self._on_cancelled(s.job, s.reason, cmds):  # type: ignore[union-attr,arg-type]
+            elif type(s) is JobCancelled:
+                if self._on_cancelled(s.job, s.reason, cmds):
                     triggers.add(Trigger.JOB_FINISHED)
             else:
                 raise IllegalTransition(f"unknown stimulus {s!r}")
@@ -448,6 +425,7 @@ class SchedulerCore(Dispatcher):
             st.expected = max(st.observed_sum / st.observed, EPS)
         self._release(job, st, ref, m, run[1], "done")
         self.stats.completed += 1
+        self.fast.general_finishes += 1
         touched.append(m.index)
         triggers.add(_TASK_FINISHED)
         if st.done == st.total:
@@ -599,44 +577,6 @@ class SchedulerCore(Dispatcher):
         return [i + c * dt for i, c in zip(self._cap_integral, self._cap_total, strict=True)]
 
     # ------------------------------------------------------------------ launching and releasing
-    def _launch(self, job: JobRT, st: StageRT, m: MachineRT, gs: GrantState,
-                cmds: list[Command]) -> None:
-        idx = st.ready.popleft()
-        if st.states[idx] is not _READY:
-            raise IllegalTransition(f"task {job.id}/{st.stage.name}/{idx}: illegal move "
-                                    f"{st.states[idx].name} -> RUNNING")
-        st.states[idx] = _RUNNING
-        st.running += 1
-        st.view = None
-        job.n_ready -= 1
-        ref = _tuple(TaskRef, (job.id, st.index, idx))
-        now = self.now
-        st.started_sum += now
-        job.running[ref] = (m.index, now, self.stats.launched)  # (this launch's number)
-        v = st.vectors[idx]
-        m.free = self._vsub(m.free, v)
-        m.ntasks += 1
-        if st.is_reduce:
-            m.nreduce += 1
-        gs.running += 1
-        job.dirty = True
-        if gs.running >= gs.limit or not job.n_ready:
-            self._touch(job)
-        if job.state is _QUEUED:
-            job.state = JobState.RUNNING
-            job.start = now
-        # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
-        if self._slot_limit is None:
-            md = self._min_demand
-            room = md is None or self._vle(md, m.free)
-        else:
-            room = self._has_room(m)
-        if not room and m.index in self._open_set:
-            self._open_set.discard(m.index)
-            del self._open[bisect_left(self._open, m.index)]
-        self.stats.launched += 1
-        cmds.append(_tuple(Launch, (ref, m.id)))
-
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
         v = st.vectors[ref[2]]
@@ -650,9 +590,10 @@ class SchedulerCore(Dispatcher):
         job.dirty = True
         gstates = job.gstates
         if gstates:
-            gs = gstates[0]
-            if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
-                gs = self._grant_for(job, ref[1], m.index)  # type: ignore[assignment]
+            first = gstates[0]
+            gs: GrantState | None = first
+            if len(gstates) > 1 or first.stage is not None or first.mask is not None:
+                gs = self._grant_for(job, ref[1], m.index)
             if gs is not None:
                 gs.running -= 1
             self._touch(job)
@@ -823,6 +764,7 @@ class SchedulerCore(Dispatcher):
         self._append_grants(tail)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
+        self.fast.order_extensions += 1
         return True
 
     def _install(self, decision: Decision, cmds: list[Command]) -> None:
@@ -834,7 +776,8 @@ class SchedulerCore(Dispatcher):
             self._slot_limit = decision.slot_limit
             for m in self.machines:
                 self._refresh_open(m)
-        if self._all_whole and self._install_extension(previous.grants, decision.grants):
+        if (self._all_whole and self.fast.extend_installs
+                and self._install_extension(previous.grants, decision.grants)):
             return
         self._all_whole = not any(map(_scoped, decision.grants))
         # A job's single whole-job grant is carried over and re-ranked rather than rebuilt:
@@ -907,6 +850,7 @@ class SchedulerCore(Dispatcher):
         if any(map(_scoped, tail)):
             return False
         self._append_grants(tail)
+        self.fast.install_extensions += 1
         return True
 
     def _append_grants(self, tail: tuple[Grant, ...]) -> None:
@@ -942,9 +886,6 @@ class SchedulerCore(Dispatcher):
                 touch(job)
 
     # ------------------------------------------------------------------ invariants
-    def _check_machine(self, m: MachineRT) -> None:
-        check_machine(self, m)
-
     def check_invariants(self) -> None:
         """Cross-check every counter against the underlying records (slow; for tests)."""
         check_invariants(self)

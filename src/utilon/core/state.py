@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from mypy_extensions import mypyc_attr
+
 from utilon.core.snapshot import JobView, MachineView, StageView
 from utilon.model.cluster import Machine
 from utilon.model.job import Job, Stage
@@ -16,6 +18,7 @@ from utilon.model.lifecycle import JobState, MachineState, TaskState
 FIT_EPS = 1e-9
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
                  "locked", "observed", "observed_sum", "ready", "running", "stage", "started_sum",
@@ -47,6 +50,7 @@ class StageRT:
             self.ready = deque(range(self.total))
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class JobRT:
     __slots__ = ("cost", "dirty", "finish", "gstates", "id", "job", "n_ready", "running",
                  "seq", "stages", "start", "state", "view")
@@ -70,6 +74,7 @@ class JobRT:
         self.view: JobView | None = None
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class MachineRT:
     __slots__ = ("base", "cap", "capx", "free", "id", "index", "machine", "nreduce", "ntasks",
                  "price", "scale", "speed", "state", "view")
@@ -104,6 +109,7 @@ class MachineRT:
             self.free = [c + FIT_EPS for c in self.cap]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class GrantState:
     """A grant as installed: resolved indices and its running-task count."""
 

@@ -20,7 +20,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
 from operator import attrgetter
 
@@ -41,11 +40,12 @@ from utilon.core.snapshot import ClusterSnapshot
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster
 from utilon.model.job import Job
 from utilon.sim.fluid import Exec, FluidModel
-from utilon.sim.usage import UsageTrace
+from utilon.sim.result import SimResult
 
 log = logging.getLogger(__name__)
 
 _heappush = heapq.heappush
+Entry = tuple[float, int, int, int, tuple[Exec, int] | None]  # a heap entry (module doc)
 _phases = attrgetter("phases")
 _tuple = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
 
@@ -58,17 +58,6 @@ class Phase(IntEnum):
     CAPACITY = 1
     ARRIVAL = 2
     TICK = 3
-
-
-@dataclass(frozen=True, slots=True)
-class SimResult:
-    core: SchedulerCore
-    end_time: float
-    events: int
-    task_events: int
-    wall_seconds: float
-    stopped_early: str  # "" or why the run stopped before every job finished
-    usage: UsageTrace | None = None  # actual use per machine over time (``record_usage``)
 
 
 class Simulation:
@@ -90,6 +79,7 @@ class Simulation:
         record_usage: bool = False,
         wall_limit: float | None = None,
         stop_when: Callable[[float, SchedulerCore], str] | None = None,
+        on_batch: Callable[[float, list[Stimulus], list[Command]], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.jobs = sorted(jobs, key=lambda j: j.submit)  # stable: file order at equal times
@@ -101,11 +91,16 @@ class Simulation:
         # asked after every batch of events; a non-empty answer stops the run, as the reason
         # (capacity planning stops a run once its target has certainly failed)
         self.stop_when = stop_when
+        # told every batch of stimuli the core handled and the commands it answered, as
+        # ``LiveRun``'s ``on_batch`` is (a task completion alone at its instant is a batch of
+        # one ``TaskFinished``)
+        self.on_batch = on_batch
         self.core = SchedulerCore(cluster, policy, record_attempts=record_attempts,
                                   validate=validate, timer=timer, on_decision=on_decision,
                                   estimates=estimates)
         self.core.check_workload(self.jobs)  # a job that can never run is refused up front
-        self._heap: list[tuple[float, int, int, int, object]] = []
+        # (time, phase, seq, kind, payload): a task event's payload is (attempt, version)
+        self._heap: list[Entry] = []
         self._seq = itertools.count(1)  # insertion order of heap entries
         # Usage is kept per machine only where it can matter (``fluid`` module docstring): a
         # task with usage phases may use other than it declared; else only a slot limit or a
@@ -120,8 +115,8 @@ class Simulation:
         self._colocating = any(st.colocate_speedup != 1.0 for j in jobs for st in j.stages)
 
     # -- scheduling helpers -----------------------------------------------------------------
-    def _push(self, t: float, phase: Phase, payload: object) -> None:
-        heapq.heappush(self._heap, (t, phase, next(self._seq), phase, payload))
+    def _push(self, t: float, phase: Phase) -> None:
+        heapq.heappush(self._heap, (t, phase, next(self._seq), phase, None))
 
     def _schedule_exec(self, t: float, ex: Exec) -> None:
         _heappush(self._heap, (t, 0, next(self._seq), 0, (ex, ex.version)))
@@ -153,14 +148,14 @@ class Simulation:
         next_job = 0
         next_change = 0
         if jobs:
-            self._push(jobs[0].submit, Phase.ARRIVAL, None)
+            self._push(jobs[0].submit, Phase.ARRIVAL)
         if timeline:
-            self._push(timeline[0].time, Phase.CAPACITY, None)
+            self._push(timeline[0].time, Phase.CAPACITY)
         tick = self.policy.tick
         if tick is not None and tick <= 0:
             raise ValueError("policy tick must be > 0")
         if tick is not None and jobs:
-            self._push(jobs[0].submit + tick, Phase.TICK, None)
+            self._push(jobs[0].submit + tick, Phase.TICK)
         events = task_events = 0
         idle_ticks = 0
         stopped = ""
@@ -174,15 +169,16 @@ class Simulation:
         phase_end = fluid.phase_end
         finish_one = core.finish_one
         colocating = self._colocating
-        if "handle" in vars(core):  # handle replaced on the instance (a test's spy): use it
+        if not core.fast.fuse_finishes:  # switched off (tests): the general path throughout
             def finish_one(now: float, ref: TaskRef) -> list[Command]:
                 return core.handle(now, [_tuple(TaskFinished, (ref,))])
+        on_batch = self.on_batch
         horizon = self.horizon  # fixed for the run: read once, not once per batch
         wall_limit = self.wall_limit
         stop_when = self.stop_when
         progress = self._progress
         limited = horizon is not None or wall_limit is not None
-        watched = stop_when is not None or progress is not None
+        watched = stop_when is not None or progress is not None or on_batch is not None
         while heap:
             if next_job == total_jobs and not core.active:
                 break  # every job is done: later capacity changes and ticks change nothing
@@ -203,8 +199,9 @@ class Simulation:
             if kind == 0 and (not heap or heap[0][0] != now):
                 # The hot path: a task event alone at its instant.  Same as the batch below
                 # with one stimulus, without building it (``finish_one`` is ``handle`` for it).
-                ex = payload[0]  # type: ignore[index]
-                if payload[1] != ex.version:  # type: ignore[index]
+                assert payload is not None  # (a task event's)
+                ex = payload[0]
+                if payload[1] != ex.version:
                     continue  # stale
                 task_events += 1
                 if not phase_end(ex, now):
@@ -214,13 +211,16 @@ class Simulation:
                 if not cmds and not watched:
                     continue  # nothing to launch and no one to tell: the next event
                 ticked = False
+                if on_batch is not None:
+                    on_batch(now, [_tuple(TaskFinished, (ex.ref,))], cmds)
             else:
                 ticked = False
                 stimuli: list[Stimulus] = []
                 while True:
                     if kind == 0:
-                        ex = payload[0]  # type: ignore[index]
-                        if payload[1] == ex.version:  # type: ignore[index]
+                        assert payload is not None
+                        ex = payload[0]
+                        if payload[1] == ex.version:
                             task_events += 1
                             if phase_end(ex, now):
                                 stimuli.append(_tuple(TaskFinished, (ex.ref,)))
@@ -228,12 +228,12 @@ class Simulation:
                         stimuli.append(JobSubmitted(jobs[next_job]))
                         next_job += 1
                         if next_job < total_jobs:
-                            self._push(jobs[next_job].submit, Phase.ARRIVAL, None)
+                            self._push(jobs[next_job].submit, Phase.ARRIVAL)
                     elif kind == Phase.CAPACITY:
                         change = timeline[next_change]
                         next_change += 1
                         if next_change < len(timeline):
-                            self._push(timeline[next_change].time, Phase.CAPACITY, None)
+                            self._push(timeline[next_change].time, Phase.CAPACITY)
                         self._apply_capacity(change, now)
                         stimuli.append(CapacityChanged(change))
                     else:
@@ -247,6 +247,8 @@ class Simulation:
                     continue
                 cmds = core.handle(now, stimuli)
                 last_batch = now
+                if on_batch is not None:
+                    on_batch(now, stimuli, cmds)
             if cmds and not fluid.metered and core.decision.slot_limit is not None:
                 fluid.start_metering()  # static slots may over-commit declared capacity
             faster = self._colocated(cmds) if colocating and cmds else None
@@ -270,7 +272,7 @@ class Simulation:
                 idle_ticks, keep, why = core.after_tick(bool(cmds or fluid.running), more,
                                                         idle_ticks)
                 if keep:
-                    self._push(now + tick, Phase.TICK, None)  # type: ignore[operator]
+                    self._push(now + tick, Phase.TICK)  # type: ignore[operator]
                 stopped = stopped or why
             if stop_when is not None:
                 why = stop_when(now, core)

@@ -50,7 +50,6 @@ from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
 
 EPS = 1e-9
-_new = object.__new__
 
 Schedule = Callable[[float, "Exec"], None]
 
@@ -117,14 +116,8 @@ class FluidModel:
     def launch(self, ref: TaskRef, mi: int, now: float,
                phases: Sequence[tuple[float, tuple[float, ...]]]) -> None:
         m = self.machines[mi]
-        ex = _new(Exec)  # Exec(ref, mi, phases, now) without the __init__ frame
-        ex.ref = ref
-        ex.machine = mi
-        ex.phases = phases
-        ex.phase = 0
-        ex.remaining = work = phases[0][0]
-        ex.last = now
-        ex.version = 0
+        ex = Exec(ref, mi, phases, now)
+        work = ex.remaining
         m.execs[ref] = ex
         self.running += 1
         if self.metered:

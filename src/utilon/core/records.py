@@ -1,0 +1,57 @@
+"""What the scheduler core records about a run: its attempts, its counters, its shortcuts.
+
+Plain Python dataclasses, kept out of the compiled core modules (``setup.py``) so that they
+pickle as ordinary classes: results travel between processes in parallel runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from utilon.core.messages import TaskRef
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One execution attempt of a task, as the core saw it."""
+
+    task: TaskRef
+    machine: str
+    start: float
+    end: float
+    outcome: str  # done | killed | lost | failed
+
+
+@dataclass(slots=True)
+class CoreStats:
+    launched: int = 0
+    completed: int = 0
+    killed: int = 0
+    lost: int = 0
+    failed: int = 0
+    stale: int = 0
+    decisions: int = 0
+    decide_seconds: list[float] = field(default_factory=list)
+    solver_seconds: list[float] = field(default_factory=list)  # optimization policies only
+
+
+@dataclass(slots=True)
+class FastPaths:
+    """The core's shortcuts on the per-event path: a switch for each and how often it was
+    taken.  Each gives what the general path gives (``tests/test_sim_fast_path.py`` holds
+    them to it, switching them off), so none of this is an output of a run.
+
+    * ``fuse_finishes``: the simulator hands a task completion alone at its instant to
+      ``SchedulerCore.finish_one`` rather than ``handle``; the completions that still took
+      the general path are counted in ``general_finishes``.
+    * ``extend_installs``: a decision that keeps the installed whole-job grants and appends
+      new ones is installed incrementally (``install_extensions``).
+    * ``order_extensions``: arrivals under an order-only policy appended to the installed
+      order without calling ``decide`` (switched off by clearing the core's ``_order_key``).
+    """
+
+    fuse_finishes: bool = True
+    extend_installs: bool = True
+    general_finishes: int = 0
+    install_extensions: int = 0
+    order_extensions: int = 0
