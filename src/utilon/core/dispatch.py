@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from operator import le
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -32,18 +33,17 @@ from utilon.core.decision import Decision, SlotLimit
 from utilon.core.feasibility import pack
 from utilon.core.invariants import check_machine
 from utilon.core.messages import Command, Launch, TaskRef
-from utilon.core.records import CoreStats
-from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
 from utilon.errors import IllegalTransition
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
-EPS = FIT_EPS  # one tolerance for every capacity comparison
-_UP = MachineState.UP
-_READY = TaskState.READY
-_RUNNING = TaskState.RUNNING
-_QUEUED = JobState.QUEUED
+EPS: Final = FIT_EPS  # one tolerance for every capacity comparison
+_UP: Final = MachineState.UP
+_READY: Final = TaskState.READY
+_RUNNING: Final = TaskState.RUNNING
+_QUEUED: Final = JobState.QUEUED
 # Message NamedTuples built per task event skip their Python-level __new__ (same values)
-_tuple = tuple.__new__
+_tuple: Final = tuple.__new__
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)

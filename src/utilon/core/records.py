@@ -1,12 +1,14 @@
-"""What the scheduler core records about a run: its attempts, its counters, its shortcuts.
+"""What the scheduler core records about a run's attempts, and its shortcuts' switches.
 
-Plain Python dataclasses, kept out of the compiled core modules (``setup.py``) so that they
-pickle as ordinary classes: results travel between processes in parallel runs.
+Plain Python dataclasses, kept out of the compiled core modules (``setup.py``): a frozen
+dataclass compiled by mypyc does not unpickle, and results travel between processes in
+parallel runs.  (The counters, ``CoreStats``, are updated per task and live with the runtime
+state, compiled.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from utilon.core.messages import TaskRef
 
@@ -20,19 +22,6 @@ class Attempt:
     start: float
     end: float
     outcome: str  # done | killed | lost | failed
-
-
-@dataclass(slots=True)
-class CoreStats:
-    launched: int = 0
-    completed: int = 0
-    killed: int = 0
-    lost: int = 0
-    failed: int = 0
-    stale: int = 0
-    decisions: int = 0
-    decide_seconds: list[float] = field(default_factory=list)
-    solver_seconds: list[float] = field(default_factory=list)  # optimization policies only
 
 
 @dataclass(slots=True)

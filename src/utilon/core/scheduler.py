@@ -28,6 +28,7 @@ import time
 from bisect import insort
 from collections.abc import Callable, Sequence
 from operator import itemgetter, le
+from typing import Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -51,9 +52,9 @@ from utilon.core.messages import (
     Trigger,
 )
 from utilon.core.policy import Policy
-from utilon.core.records import Attempt, CoreStats, FastPaths
+from utilon.core.records import Attempt, FastPaths
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
-from utilon.core.state import FIT_EPS, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
 from utilon.core.vec import ops as vec_ops
@@ -64,27 +65,28 @@ from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
 
 log = logging.getLogger(__name__)
 
-EPS = FIT_EPS  # one tolerance for every capacity comparison
-INF = float("inf")
-_RUNNING = TaskState.RUNNING
-_READY = TaskState.READY
-_DONE = TaskState.DONE
-_QUEUED = JobState.QUEUED
-_TASK_FINISHED = Trigger.TASK_FINISHED
-_UP = MachineState.UP
+EPS: Final = FIT_EPS  # one tolerance for every capacity comparison
+INF: Final = float("inf")
+_RUNNING: Final = TaskState.RUNNING
+_READY: Final = TaskState.READY
+_DONE: Final = TaskState.DONE
+_QUEUED: Final = JobState.QUEUED
+_TASK_FINISHED: Final = Trigger.TASK_FINISHED
+_UP: Final = MachineState.UP
 # Message NamedTuples built per task event skip their Python-level __new__ (same values)
-_tuple = tuple.__new__
+_tuple: Final = tuple.__new__
 # Triggers after which only the machines that freed up need offering (if no policy call).
-_QUIET = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
-_JUST_FINISHED = frozenset({Trigger.TASK_FINISHED})
-_DONE_CODE = OUTCOME_CODE["done"]
-_ARRIVAL_ONLY = frozenset({Trigger.ARRIVAL})
-_NONE = {None}
-_slots = itemgetter(1)  # Grant.slots
-ESTIMATE_MODES = ("declared", "online")
+_QUIET: Final = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
+_JUST_FINISHED: Final = frozenset({Trigger.TASK_FINISHED})
+_DONE_CODE: Final = OUTCOME_CODE["done"]
+_PENDING_ROWS: Final = PENDING_ROWS
+_ARRIVAL_ONLY: Final = frozenset({Trigger.ARRIVAL})
+_NONE: Final = {None}
+_slots: Final = itemgetter(1)  # Grant.slots
+ESTIMATE_MODES: Final = ("declared", "online")
 # A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
 # with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
-MAX_IDLE_TICKS = 1000
+MAX_IDLE_TICKS: Final = 1000
 
 
 def _scoped(g: Grant) -> bool:
@@ -158,7 +160,12 @@ class SchedulerCore(Dispatcher):
         self.timeline = Timeline(len(self.names))  # always on: compact, feeds the reports
         self.timeline.machine_ids.extend(m.id for m in self.machines)
         self._attempt_rows = self.timeline.pending
-        self._busy_dt: dict[tuple[float, ...], float] = {}  # attempt seconds per demand vector
+        # Attempt seconds per distinct demand vector, indexed by its key (``StageRT.vkeys``):
+        # -1.0 until an attempt with it ends; summed in the order they first did (``busy``).
+        self._vkeys: dict[tuple[float, ...], int] = {}
+        self._busy_vecs: list[tuple[float, ...]] = []
+        self._busy_dt: list[float] = []
+        self._busy_order: list[int] = []
         self._cap_total = self._capacity_total()
         self._cap_integral = [0.0] * len(self.names)
         self._cap_since = 0.0
@@ -323,8 +330,13 @@ class SchedulerCore(Dispatcher):
                 else:
                     self._hungry.discard(o)
         dt = now - start
-        busy = self._busy_dt
-        busy[v] = busy.get(v, 0.0) + dt
+        busy = self._busy_dt  # _add_busy, inlined
+        k = st.vkeys[idx]
+        b = busy[k]
+        if b < 0.0:
+            self._busy_order.append(k)
+            b = 0.0
+        busy[k] = b + dt
         if m.price:
             share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
             job.cost += dt * m.price / 3600.0 * share
@@ -332,7 +344,7 @@ class SchedulerCore(Dispatcher):
             self.attempts.append(Attempt(ref, m.id, start, now, "done"))
         rows = self._attempt_rows  # Timeline.attempt(..., "done"), inlined
         rows.append((job.seq, ref[1], idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
-        if len(rows) >= PENDING_ROWS:
+        if len(rows) >= _PENDING_ROWS:
             self.timeline.flush()
         if mi not in self._open_set and m.state is _UP:
             # _refresh_open(m), inlined: a release can only open the machine
@@ -365,7 +377,7 @@ class SchedulerCore(Dispatcher):
         names = self.names
         for i, st in enumerate(job.stages):
             vecs = demand_vectors(st, names)
-            stages.append(StageRT(i, st, vecs))
+            stages.append(StageRT(i, st, vecs, self._keys_of(vecs)))
             self._note_demands(job, vecs)
         index = {st.name: i for i, st in enumerate(job.stages)}
         for i, st in enumerate(job.stages):
@@ -375,6 +387,28 @@ class SchedulerCore(Dispatcher):
         self.jobs[job.id] = rt
         self._arrived.append(rt)
         self.active[job.id] = rt
+
+    def _keys_of(self, vecs: list[tuple[float, ...]]) -> list[int]:
+        """Each vector's key (``StageRT.vkeys``); a new vector gets the next one.  Tasks
+        usually share their vector objects, so each object is looked up once."""
+        if vecs and all(v is vecs[0] for v in vecs):
+            return [self._vkey(vecs[0])] * len(vecs)
+        by_object: dict[int, int] = {}
+        out = []
+        for v in vecs:
+            k = by_object.get(id(v))
+            if k is None:
+                k = by_object[id(v)] = self._vkey(v)
+            out.append(k)
+        return out
+
+    def _vkey(self, v: tuple[float, ...]) -> int:
+        k = self._vkeys.get(v)
+        if k is None:
+            k = self._vkeys[v] = len(self._busy_vecs)
+            self._busy_vecs.append(v)
+            self._busy_dt.append(-1.0)
+        return k
 
     def _note_demands(self, job: Job, vecs: list[tuple[float, ...]]) -> None:
         lowered = False
@@ -566,8 +600,9 @@ class SchedulerCore(Dispatcher):
     def busy(self) -> list[float]:
         """Declared resource-seconds of every attempt so far, per resource."""
         tot = [0.0] * len(self.names)
-        for v, dt in self._busy_dt.items():
-            for r, x in enumerate(v):
+        for k in self._busy_order:
+            dt = self._busy_dt[k]
+            for r, x in enumerate(self._busy_vecs[k]):
                 tot[r] += x * dt
         return tot
 
@@ -598,8 +633,7 @@ class SchedulerCore(Dispatcher):
                 gs.running -= 1
             self._touch(job)
         dt = self.now - start
-        busy = self._busy_dt
-        busy[v] = busy.get(v, 0.0) + dt  # per distinct demand: cheap
+        self._add_busy(st.vkeys[ref[2]], dt)
         if m.price:
             share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
             job.cost += dt * m.price / 3600.0 * share
@@ -609,6 +643,14 @@ class SchedulerCore(Dispatcher):
                               v[self._slot_idx], outcome)
         if m.index not in self._open_set:
             self._refresh_open(m)
+
+    def _add_busy(self, k: int, dt: float) -> None:
+        busy = self._busy_dt
+        b = busy[k]
+        if b < 0.0:  # the first attempt with this demand to end
+            self._busy_order.append(k)
+            b = 0.0
+        busy[k] = b + dt
 
     def _requeue(self, job: JobRT, ref: TaskRef, outcome: str, cmds: list[Command] | None,
                  reason: str = "preempted") -> None:

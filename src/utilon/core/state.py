@@ -7,6 +7,8 @@ them once per task event; values handed to policies are the frozen views in ``sn
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass, field
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -15,20 +17,24 @@ from utilon.model.cluster import Machine
 from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
-FIT_EPS = 1e-9
+FIT_EPS: Final = 1e-9
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
                  "locked", "observed", "observed_sum", "ready", "running", "stage", "started_sum",
-                 "states", "total", "vectors", "view")
+                 "states", "total", "vectors", "view", "vkeys")
 
-    def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]]) -> None:
+    def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]],
+                 vkeys: list[int] | None = None) -> None:
         self.index = index
         self.stage = stage
         self.total = len(stage.tasks)
         self.vectors = vectors  # declared demand per task, ordered like the cluster resources
+        # each task's demand as a small number, one per distinct vector in the run (the core's
+        # busy-time accumulators are indexed by it: no float-tuple hashing per completion)
+        self.vkeys = vkeys if vkeys is not None else [0] * self.total
         self.gang = stage.gang
         self.expected = stage.expected_duration  # O(tasks): computed once, not per snapshot
         self.observed = 0  # completed attempts measured (online estimation only)
@@ -128,3 +134,19 @@ class GrantState:
     def covers(self, stage: int, machine: int) -> bool:
         return (self.stage is None or self.stage == stage) and (
             self.mask is None or machine in self.mask)
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
+@dataclass(slots=True)
+class CoreStats:
+    """The core's counters (an output of every run: ``summary.json``)."""
+
+    launched: int = 0
+    completed: int = 0
+    killed: int = 0
+    lost: int = 0
+    failed: int = 0
+    stale: int = 0
+    decisions: int = 0
+    decide_seconds: list[float] = field(default_factory=list)
+    solver_seconds: list[float] = field(default_factory=list)  # optimization policies only

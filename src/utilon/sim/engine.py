@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from operator import attrgetter
+from typing import Final
 
 from utilon.core.decision import Decision
 from utilon.core.messages import (
@@ -44,10 +45,10 @@ from utilon.sim.result import SimResult
 
 log = logging.getLogger(__name__)
 
-_heappush = heapq.heappush
+_heappush: Final = heapq.heappush
 Entry = tuple[float, int, int, int, tuple[Exec, int] | None]  # a heap entry (module doc)
-_phases = attrgetter("phases")
-_tuple = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
+_phases: Final = attrgetter("phases")
+_tuple: Final = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
 
 
 

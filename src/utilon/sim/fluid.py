@@ -42,14 +42,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heappush as _heappush
 from itertools import count
-from typing import Any
+from typing import Any, Final
 
 from utilon.core.messages import TaskRef
 from utilon.core.vec import ops as vec_ops
 from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
 
-EPS = 1e-9
+EPS: Final = 1e-9
 
 Schedule = Callable[[float, "Exec"], None]
 
