@@ -22,7 +22,6 @@ their own.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Sequence
 from operator import le
 from typing import Final
@@ -61,8 +60,9 @@ class Dispatcher:
     _widen: bool
     _slot_limit: SlotLimit | None
     _min_demand: list[float] | None
-    _open: list[int]
     _open_set: set[int]
+    _open: list[int]  # sorted(_open_set) when not _open_stale (``_open_list``)
+    _open_stale: bool
     _vle: Callable[[Sequence[float], Sequence[float]], bool]  # a <= b everywhere (``vec``)
     _vsub: Callable[[Sequence[float], Sequence[float]], list[float]]  # a - b (``vec``)
 
@@ -83,10 +83,20 @@ class Dispatcher:
         i = m.index
         if should and i not in self._open_set:
             self._open_set.add(i)
-            bisect.insort(self._open, i)
+            self._open_stale = True
         elif not should and i in self._open_set:
             self._open_set.discard(i)
-            del self._open[bisect.bisect_left(self._open, i)]
+            self._open_stale = True
+
+    def _open_list(self) -> list[int]:
+        """The open machines in index order (first fit goes to the lowest).  Sorted again
+        only when read after a change: at high load a completion opens its machine and the
+        launch that follows closes it, so keeping the list sorted at every change cost a
+        bisection and an insertion or deletion per task."""
+        if self._open_stale:
+            self._open = sorted(self._open_set)
+            self._open_stale = False
+        return self._open
 
     def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
         sl = self._slot_limit
@@ -162,7 +172,7 @@ class Dispatcher:
             room = self._has_room(m)
         if not room and m.index in self._open_set:
             self._open_set.discard(m.index)
-            del self._open[bisect.bisect_left(self._open, m.index)]
+            self._open_stale = True
         self.stats.launched += 1
         cmds.append(_tuple(Launch, (ref, m.id)))
 
@@ -176,7 +186,7 @@ class Dispatcher:
         self._widen = False
         for ignore_limit in passes:
             for o in sorted(self._with_ready if ignore_limit else self._hungry):
-                if not self._open:
+                if not open_set:
                     return
                 if candidates is not None and open_set.isdisjoint(candidates):
                     return
@@ -188,15 +198,14 @@ class Dispatcher:
     def _fill(self, gs: GrantState, candidates: list[int] | None, ignore_limit: bool,
               cmds: list[Command]) -> None:
         job = gs.job
-        if candidates is None:
-            cands = self._open if gs.mask is None else [i for i in self._open if i in gs.mask]
+        if candidates is None:  # (launches close machines, which leaves this list as it is)
+            opened = self._open_list()
+            cands = opened if gs.mask is None else [i for i in opened if i in gs.mask]
         else:
             cands = [i for i in candidates if i in self._open_set
                      and (gs.mask is None or i in gs.mask)]
         if not cands:
             return
-        if cands is self._open:
-            cands = list(cands)  # launching closes machines: iterate over a copy
         machines = self.machines
         open_set = self._open_set
         slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
@@ -218,7 +227,7 @@ class Dispatcher:
                     continue  # a gang grant is an exact request: no backfill beyond it
                 else:
                     n_gang = int(min(gs.limit - gs.running, len(st.ready)))
-                every = [i for i in self._open if gs.mask is None or i in gs.mask]
+                every = [i for i in self._open_list() if gs.mask is None or i in gs.mask]
                 self._fill_gang(gs, st, every, n_gang, cmds)
                 continue
             p = 0

@@ -80,7 +80,7 @@ def check_invariants(core: SchedulerCore) -> None:
         should_open = m.state is _UP and core._has_room(m)
         if should_open != (m.index in core._open_set):
             raise IllegalTransition(f"machine {m.id}: open set out of sync")
-    if core._open != sorted(core._open_set):
+    if not core._open_stale and core._open != sorted(core._open_set):
         raise IllegalTransition("open list out of sync with open set")
     for gs in core._grants:
         ready = gs.job.n_ready > 0

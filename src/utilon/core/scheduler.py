@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import time
-from bisect import insort
 from collections.abc import Callable, Sequence
 from operator import itemgetter, le
 from typing import Final
@@ -151,6 +150,7 @@ class SchedulerCore(Dispatcher):
         self._min_demand: list[float] | None = None
         self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
         self._open: list[int] = []  # sorted indices of up machines that may fit a task
+        self._open_stale = False  # (``_open_list``)
         self._open_set: set[int] = set()
         self._machine_views: tuple[MachineView, ...] | None = None
         self.stats = CoreStats()
@@ -355,7 +355,7 @@ class SchedulerCore(Dispatcher):
                 room = self._has_room(m)
             if room:
                 self._open_set.add(mi)
-                insort(self._open, mi)
+                self._open_stale = True
         self.stats.completed += 1
         # handle's tail for the triggers {TASK_FINISHED} and the machine that freed up
         cmds: list[Command] = []
