@@ -1,4 +1,5 @@
-"""``core.vec``: the written-out vector operations equal the ``map`` forms bit for bit."""
+"""``core.vec``: the written-out vector operations, and the compiled build's (``vec_native``),
+equal the ``map`` forms bit for bit."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from utilon.core.vec import MAX_UNROLLED, ops
+from utilon.core import vec_native
+from utilon.core.vec import MAX_UNROLLED, hot_ops, ops
 
 floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
@@ -27,6 +29,31 @@ def test_ops_equal_the_map_forms(pair: tuple[list[float], list[float]]) -> None:
     assert bits(v.sub(a, b)) == bits(list(map(sub, a, b)))
     assert v.le(a, b) == all(map(le, a, b))
     assert v.gt_any(a, b) == any(map(gt, a, b))
+
+
+@given(st.integers(1, MAX_UNROLLED + 3).flatmap(
+    lambda n: st.tuples(st.lists(floats, min_size=n, max_size=n),
+                        st.lists(st.one_of(floats, st.integers(-2**40, 2**40)), min_size=n,
+                                 max_size=n))))
+def test_the_compiled_loops_equal_the_map_forms(pair: tuple[list[float], list[float]]) -> None:
+    """As the hot path calls them: a machine's list of floats and a task's tuple, whose
+    elements may be ints (read as doubles, as Python's mixed arithmetic does)."""
+    a, b = pair
+    t = tuple(b)
+    assert bits(vec_native.add(a, t)) == bits(list(map(add, a, b)))
+    assert bits(vec_native.sub(a, t)) == bits(list(map(sub, a, b)))
+    assert vec_native.le(t, a) == all(map(le, b, a))
+    assert vec_native.le(a, [float(x) for x in b]) == all(map(le, a, b))
+    assert vec_native.gt_any(a, [float(x) for x in b]) == any(map(gt, a, b))
+
+
+def test_the_hot_path_takes_the_compiled_loops_when_compiled() -> None:
+    from utilon import native
+
+    assert native.compiled() == vec_native.COMPILED
+    h = hot_ops(3)
+    assert (h.add is vec_native.add) == vec_native.COMPILED
+    assert h.add([1.0, 2.0, 3.0], (1, 1, 1)) == [2.0, 3.0, 4.0]
 
 
 def test_ops_are_cached_and_written_out_up_to_the_limit() -> None:

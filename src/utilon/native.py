@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 
 HOT_MODULES = (
+    "utilon.core.vec_native",
     "utilon.core.state",
     "utilon.core.dispatch",
     "utilon.core.scheduler",

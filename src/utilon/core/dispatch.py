@@ -22,7 +22,7 @@ their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from operator import le
 from typing import Final
 
@@ -33,6 +33,7 @@ from utilon.core.feasibility import pack
 from utilon.core.invariants import check_machine
 from utilon.core.messages import Command, Launch, TaskRef
 from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.vec import AddSub
 from utilon.errors import IllegalTransition
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
@@ -63,8 +64,8 @@ class Dispatcher:
     _open_set: set[int]
     _open: list[int]  # sorted(_open_set) when not _open_stale (``_open_list``)
     _open_stale: bool
-    _vle: Callable[[Sequence[float], Sequence[float]], bool]  # a <= b everywhere (``vec``)
-    _vsub: Callable[[Sequence[float], Sequence[float]], list[float]]  # a - b (``vec``)
+    _vle: Callable[[list[float] | tuple[float, ...], list[float]], bool]  # a <= b (``vec``)
+    _vsub: AddSub  # a - b (``vec``)
 
     def _has_room(self, m: MachineRT) -> bool:
         sl = self._slot_limit

@@ -56,7 +56,7 @@ from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageVie
 from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
-from utilon.core.vec import ops as vec_ops
+from utilon.core.vec import hot_ops
 from utilon.errors import IllegalTransition
 from utilon.model.cluster import CapacityAction, Cluster, Machine
 from utilon.model.job import Job
@@ -115,7 +115,7 @@ class SchedulerCore(Dispatcher):
         self.slot_resource = cluster.slot_resource
         self._slot_idx = self.names.index(self.slot_resource)
         # element-wise vector operations written out for this many resources (``vec``)
-        self._vadd, self._vsub, self._vle, _ = vec_ops(len(self.names))
+        self._vadd, self._vsub, self._vle, _ = hot_ops(len(self.names))
         self.validate = validate
         self._timer = timer
         self._on_decision = on_decision

@@ -9,6 +9,9 @@ writes those functions out for ``n`` resources (the way ``collections.namedtuple
 element and in the same order, so results are bit-identical to the ``map`` forms.  Beyond
 ``MAX_UNROLLED`` resources the ``map`` forms are used as they are.
 
+The compiled build (``setup.py``) has faster ones for the hot path: ``vec_native``'s loops on
+unboxed doubles, which ``hot_ops(n)`` returns there, and ``ops(n)``'s otherwise.
+
 The generated functions are this module's attributes (``_add3``, ``_le3``, ...), created on
 first use, so that objects holding them pickle by reference like any function (parallel runs
 send results between processes).
@@ -21,6 +24,8 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from operator import add, gt, le, sub
 from typing import NamedTuple
+
+from utilon.core import vec_native
 
 MAX_UNROLLED = 16
 
@@ -87,3 +92,23 @@ def ops(n: int) -> VecOps:
         fn.__module__ = __name__  # pickled by reference, as ``utilon.core.vec._add3``
         globals()[fn.__name__] = fn
     return VecOps(*namespace.values())  # type: ignore[arg-type]
+
+
+AddSub = Callable[[list[float], tuple[float, ...]], list[float]]  # a list +/- a tuple
+
+
+class HotOps(NamedTuple):
+    """The operations as the hot path calls them: on a machine's list and a task's tuple."""
+
+    add: AddSub
+    sub: AddSub
+    le: Callable[[list[float] | tuple[float, ...], list[float]], bool]
+    gt_any: Callable[[list[float], list[float]], bool]
+
+
+def hot_ops(n: int) -> HotOps:
+    """``vec_native``'s compiled loops in the compiled build, else ``ops(n)``."""
+    if vec_native.COMPILED:
+        return HotOps(vec_native.add, vec_native.sub, vec_native.le, vec_native.gt_any)
+    o = ops(n)
+    return HotOps(o.add, o.sub, o.le, o.gt_any)

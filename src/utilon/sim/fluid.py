@@ -45,7 +45,7 @@ from itertools import count
 from typing import Any, Final
 
 from utilon.core.messages import TaskRef
-from utilon.core.vec import ops as vec_ops
+from utilon.core.vec import hot_ops
 from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
 
@@ -75,7 +75,7 @@ class MachineFluid:
     __slots__ = ("base", "cap", "cap_eps", "execs", "over", "speed", "usage", "vec")
 
     def __init__(self, base: tuple[float, ...]) -> None:
-        self.vec = vec_ops(len(base))
+        self.vec = hot_ops(len(base))
         self.base = base
         self.cap = base
         self.cap_eps = [c + EPS for c in base]
@@ -95,7 +95,7 @@ class FluidModel:
         self.machines = [MachineFluid(m.capacity.vector(names)) for m in cluster.machines]
         # usage kept per machine (see the module docstring); always when recording it
         self.metered = metered or record
-        self._vadd, self._vsub, _, self._vgt = vec_ops(len(names))
+        self._vadd, self._vsub, _, self._vgt = hot_ops(len(names))
         self.running = 0  # attempts running on all machines (each machine keeps its own)
         self._schedule = schedule
         # The simulator's event heap and sequence counter, when ``schedule`` is the push
