@@ -32,7 +32,6 @@ from utilon.core.messages import (
     Launch,
     Stimulus,
     TaskFinished,
-    TaskRef,
     Tick,
 )
 from utilon.core.policy import Policy
@@ -166,13 +165,8 @@ class Simulation:
         core_jobs = core.jobs
         names = core.names
         machine_index = self._machine_index
-        fluid_launch = fluid.launch
-        phase_end = fluid.phase_end
-        finish_one = core.finish_one
         colocating = self._colocating
-        if not core.fast.fuse_finishes:  # switched off (tests): the general path throughout
-            def finish_one(now: float, ref: TaskRef) -> list[Command]:
-                return core.handle(now, [_tuple(TaskFinished, (ref,))])
+        fused = core.fast.fuse_finishes  # (switched off in tests: the general path throughout)
         on_batch = self.on_batch
         horizon = self.horizon  # fixed for the run: read once, not once per batch
         wall_limit = self.wall_limit
@@ -205,9 +199,10 @@ class Simulation:
                 if payload[1] != ex.version:
                     continue  # stale
                 task_events += 1
-                if not phase_end(ex, now):
+                if not fluid.phase_end(ex, now):
                     continue  # the next usage phase: nothing for the core
-                cmds = finish_one(now, ex.ref)
+                cmds = (core.finish_one(now, ex.ref) if fused else
+                        core.handle(now, [_tuple(TaskFinished, (ex.ref,))]))
                 last_batch = now
                 if not cmds and not watched:
                     continue  # nothing to launch and no one to tell: the next event
@@ -223,7 +218,7 @@ class Simulation:
                         ex = payload[0]
                         if payload[1] == ex.version:
                             task_events += 1
-                            if phase_end(ex, now):
+                            if fluid.phase_end(ex, now):
                                 stimuli.append(_tuple(TaskFinished, (ex.ref,)))
                     elif kind == Phase.ARRIVAL:
                         stimuli.append(JobSubmitted(jobs[next_job]))
@@ -265,7 +260,7 @@ class Simulation:
                                        for p in task.phases)
                     else:
                         phases = ((work, st.vectors[ref[2]]),)
-                    fluid_launch(ref, machine_index[c[1]], now, phases)
+                    fluid.launch(ref, machine_index[c[1]], now, phases)
                 else:  # a Preempt: (task, machine id, reason)
                     fluid.kill(c[0], machine_index[c[1]], now)
             if ticked:
