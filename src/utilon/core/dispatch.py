@@ -211,7 +211,6 @@ class Dispatcher:
         open_set = self._open_set
         slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
         fits = self._vle
-        launch = self._launch
         validate = self.validate
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
@@ -246,7 +245,7 @@ class Dispatcher:
                     p += 1
                 if p == n:
                     break  # the head task fits on no candidate machine now
-                launch(job, st, machines[cands[p]], gs, cmds)
+                self._launch(job, st, machines[cands[p]], gs, cmds)
                 if validate:
                     self._check_machine(machines[cands[p]])
                 if ready and vectors[ready[0]] is not v:
