@@ -64,4 +64,5 @@ def ext_modules() -> list:  # type: ignore[type-arg]
         return []
 
 
-setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
+if __name__ == "__main__":  # (setuptools runs this file as __main__; tests import it)
+    setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})
