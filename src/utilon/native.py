@@ -41,9 +41,9 @@ def _source(name: str) -> Path:
 
 def _builds(name: str) -> list[Path]:
     src = _source(name)
-    return [src.with_name(src.stem + suffix)
-            for suffix in importlib.machinery.EXTENSION_SUFFIXES
-            if src.with_name(src.stem + suffix).exists()]
+    builds = (src.with_name(src.stem + suffix)
+              for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    return [b for b in builds if b.exists()]
 
 
 def stale(names: Sequence[str] = HOT_MODULES) -> list[str]:

@@ -69,7 +69,6 @@ INF: Final = float("inf")
 _RUNNING: Final = TaskState.RUNNING
 _READY: Final = TaskState.READY
 _DONE: Final = TaskState.DONE
-_QUEUED: Final = JobState.QUEUED
 _TASK_FINISHED: Final = Trigger.TASK_FINISHED
 _UP: Final = MachineState.UP
 # Message NamedTuples built per task event skip their Python-level __new__ (same values)
