@@ -43,7 +43,7 @@ def test_the_compiled_loops_equal_the_map_forms(pair: tuple[list[float], list[fl
     assert bits(vec_native.add(a, t)) == bits(list(map(add, a, b)))
     assert bits(vec_native.sub(a, t)) == bits(list(map(sub, a, b)))
     assert vec_native.le(t, a) == all(map(le, b, a))
-    assert vec_native.le(a, [float(x) for x in b]) == all(map(le, a, b))
+    assert vec_native.le(tuple(a), [float(x) for x in b]) == all(map(le, a, b))
     assert vec_native.gt_any(a, [float(x) for x in b]) == any(map(gt, a, b))
 
 

@@ -60,11 +60,10 @@ class Dispatcher:
     _with_ready: set[int]
     _widen: bool
     _slot_limit: SlotLimit | None
-    _min_demand: list[float] | None
-    _open_set: set[int]
-    _open: list[int]  # sorted(_open_set) when not _open_stale (``_open_list``)
-    _open_stale: bool
-    _vle: Callable[[list[float] | tuple[float, ...], list[float]], bool]  # a <= b (``vec``)
+    _min_demand: tuple[float, ...] | None
+    _open: list[bool]  # machine index -> open: up, with room for the smallest demand
+    _n_open: int  # how many are open
+    _vle: Callable[[tuple[float, ...], list[float]], bool]  # a <= b (``vec``)
     _vsub: AddSub  # a - b (``vec``)
 
     def _has_room(self, m: MachineRT) -> bool:
@@ -82,22 +81,14 @@ class Dispatcher:
     def _refresh_open(self, m: MachineRT) -> None:
         should = m.state is _UP and self._has_room(m)
         i = m.index
-        if should and i not in self._open_set:
-            self._open_set.add(i)
-            self._open_stale = True
-        elif not should and i in self._open_set:
-            self._open_set.discard(i)
-            self._open_stale = True
+        if should != self._open[i]:
+            self._open[i] = should
+            self._n_open += 1 if should else -1
 
     def _open_list(self) -> list[int]:
-        """The open machines in index order (first fit goes to the lowest).  Sorted again
-        only when read after a change: at high load a completion opens its machine and the
-        launch that follows closes it, so keeping the list sorted at every change cost a
-        bisection and an insertion or deletion per task."""
-        if self._open_stale:
-            self._open = sorted(self._open_set)
-            self._open_stale = False
-        return self._open
+        """The open machines in index order (first fit goes to the lowest)."""
+        flags = self._open
+        return [i for i in range(len(flags)) if flags[i]]
 
     def _fits(self, m: MachineRT, st: StageRT, v: tuple[float, ...]) -> bool:
         sl = self._slot_limit
@@ -171,9 +162,9 @@ class Dispatcher:
             room = md is None or self._vle(md, m.free)
         else:
             room = self._has_room(m)
-        if not room and m.index in self._open_set:
-            self._open_set.discard(m.index)
-            self._open_stale = True
+        if not room and self._open[m.index]:
+            self._open[m.index] = False
+            self._n_open -= 1
         self.stats.launched += 1
         cmds.append(_tuple(Launch, (ref, m.id)))
 
@@ -182,14 +173,14 @@ class Dispatcher:
 
     def _dispatch(self, candidates: list[int] | None, cmds: list[Command]) -> None:
         grants = self._grants
-        open_set = self._open_set
+        flags = self._open
         passes = (False, True) if self.decision.backfill else (False,)
         self._widen = False
         for ignore_limit in passes:
             for o in sorted(self._with_ready if ignore_limit else self._hungry):
-                if not open_set:
+                if not self._n_open:
                     return
-                if candidates is not None and open_set.isdisjoint(candidates):
+                if candidates is not None and not any(flags[i] for i in candidates):
                     return
                 gs = grants[o]
                 if gs.job.n_ready == 0 or (not ignore_limit and gs.running >= gs.limit):
@@ -199,16 +190,18 @@ class Dispatcher:
     def _fill(self, gs: GrantState, candidates: list[int] | None, ignore_limit: bool,
               cmds: list[Command]) -> None:
         job = gs.job
-        if candidates is None:  # (launches close machines, which leaves this list as it is)
-            opened = self._open_list()
-            cands = opened if gs.mask is None else [i for i in opened if i in gs.mask]
+        flags = self._open
+        # the machines to try, in index order; None: every machine, walking the open flags
+        # (a fill usually places its tasks on the first few open machines: listing them all
+        # first cost more than the walk)
+        cands: list[int] | None
+        if candidates is None:
+            cands = None if gs.mask is None else [i for i in self._open_list() if i in gs.mask]
         else:
-            cands = [i for i in candidates if i in self._open_set
-                     and (gs.mask is None or i in gs.mask)]
-        if not cands:
+            cands = [i for i in candidates if flags[i] and (gs.mask is None or i in gs.mask)]
+        if (not self._n_open) if cands is None else not cands:
             return
         machines = self.machines
-        open_set = self._open_set
         slots = self._slot_limit is not None  # else a fit is the free-capacity test, inlined
         fits = self._vle
         validate = self.validate
@@ -231,23 +224,24 @@ class Dispatcher:
                 self._fill_gang(gs, st, every, n_gang, cmds)
                 continue
             p = 0
-            n = len(cands)
+            n = len(flags) if cands is None else len(cands)
             ready = st.ready
             vectors = st.vectors
+            mi = 0
             while ready and (ignore_limit or gs.running < gs.limit):
                 v = vectors[ready[0]]
                 while p < n:
-                    mi = cands[p]
-                    if mi in open_set:
+                    mi = p if cands is None else cands[p]
+                    if flags[mi]:  # (launches close machines as they fill)
                         m = machines[mi]
                         if self._fits(m, st, v) if slots else fits(v, m.free):
                             break
                     p += 1
                 if p == n:
                     break  # the head task fits on no candidate machine now
-                self._launch(job, st, machines[cands[p]], gs, cmds)
+                self._launch(job, st, machines[mi], gs, cmds)
                 if validate:
-                    self._check_machine(machines[cands[p]])
+                    self._check_machine(machines[mi])
                 if ready and vectors[ready[0]] is not v:
                     p = 0  # a different demand may fit machines the last one skipped
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from operator import attrgetter, le
+from itertools import repeat
+from operator import attrgetter, is_, le
 from typing import TYPE_CHECKING, NamedTuple
 
 from utilon.errors import UtilonError
@@ -192,6 +193,11 @@ def reach(cluster: Cluster, names: tuple[str, ...], t: float) -> list[tuple[floa
 _demand = attrgetter("demand")
 
 
+def _all_same(xs: Sequence[object]) -> bool:
+    """Every element is the first object (identity, at C level: no ``__eq__`` calls)."""
+    return all(map(is_, xs, repeat(xs[0])))
+
+
 def _describe(names: tuple[str, ...], v: Vec) -> str:
     return "{" + ", ".join(f"{n}: {x:g}" for n, x in zip(names, v, strict=True) if x) + "}"
 
@@ -200,7 +206,7 @@ def demand_vectors(stage: Stage, names: tuple[str, ...]) -> list[tuple[float, ..
     """Each task's demand as a vector over ``names``, one vector per distinct demand object
     (the tasks of a stage usually share one: a million tasks, a handful of vectors)."""
     demands = list(map(_demand, stage.tasks))
-    if demands and len(set(map(id, demands))) == 1:  # one shared demand: C-level passes
+    if demands and _all_same(demands):  # one shared demand: C-level passes
         return [demands[0].vector(names)] * len(demands)
     by_demand: dict[int, tuple[float, ...]] = {}
     out = []
@@ -220,7 +226,8 @@ def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ..
     demands = demand_vectors(stage, names)
     if kinds is None:
         kinds = list(dict.fromkeys(caps))
-    distinct = dict(zip(map(id, demands), demands, strict=True)).values()  # C-level
+    distinct = ([demands[0]] if demands and _all_same(demands) else
+                dict(zip(map(id, demands), demands, strict=True)).values())  # C-level
     never = [d for d in distinct if not any(all(map(le, d, c)) for c in kinds)]
     if never:
         i = min(map(demands.index, never))  # the first task that fits nowhere

@@ -78,10 +78,10 @@ def check_invariants(core: SchedulerCore) -> None:
             raise IllegalTransition(f"machine {m.id}: used {m.used} != "
                                     f"{per_machine[m.index]}")
         should_open = m.state is _UP and core._has_room(m)
-        if should_open != (m.index in core._open_set):
-            raise IllegalTransition(f"machine {m.id}: open set out of sync")
-    if not core._open_stale and core._open != sorted(core._open_set):
-        raise IllegalTransition("open list out of sync with open set")
+        if should_open != core._open[m.index]:
+            raise IllegalTransition(f"machine {m.id}: open flag out of sync")
+    if len(core._open) != len(core.machines) or core._n_open != sum(core._open):
+        raise IllegalTransition("open flags out of sync with the machines or their count")
     for gs in core._grants:
         ready = gs.job.n_ready > 0
         if (gs.order in core._with_ready) != ready or (

@@ -146,11 +146,11 @@ class SchedulerCore(Dispatcher):
         self._widen = False  # a grant became hungry: offer it every open machine
         self._with_ready: set[int] = set()
         self._slot_limit: SlotLimit | None = None
-        self._min_demand: list[float] | None = None
+        self._min_demand: tuple[float, ...] | None = None
         self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
-        self._open: list[int] = []  # sorted indices of up machines that may fit a task
-        self._open_stale = False  # (``_open_list``)
-        self._open_set: set[int] = set()
+        # machine index -> up with room for the smallest demand (dispatch tries only these)
+        self._open: list[bool] = [False] * len(self.machines)
+        self._n_open = 0
         self._machine_views: tuple[MachineView, ...] | None = None
         self.stats = CoreStats()
         self.fast = FastPaths()  # the shortcuts' switches and hit counts (not an output)
@@ -345,7 +345,7 @@ class SchedulerCore(Dispatcher):
         rows.append((job.seq, ref[1], idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
         if len(rows) >= _PENDING_ROWS:
             self.timeline.flush()
-        if mi not in self._open_set and m.state is _UP:
+        if not self._open[mi] and m.state is _UP:
             # _refresh_open(m), inlined: a release can only open the machine
             if self._slot_limit is None:
                 md = self._min_demand
@@ -353,8 +353,8 @@ class SchedulerCore(Dispatcher):
             else:
                 room = self._has_room(m)
             if room:
-                self._open_set.add(mi)
-                self._open_stale = True
+                self._open[mi] = True
+                self._n_open += 1
         self.stats.completed += 1
         # handle's tail for the triggers {TASK_FINISHED} and the machine that freed up
         cmds: list[Command] = []
@@ -414,15 +414,15 @@ class SchedulerCore(Dispatcher):
         for v in set(vecs):
             if v in self._placeable:
                 continue
-            if self._min_demand is None:
-                self._min_demand = list(v)
+            md = self._min_demand
+            if md is None:
+                self._min_demand = tuple(v)
                 lowered = True
-            else:
-                md = self._min_demand
-                for r, x in enumerate(v):
-                    if x < md[r]:
-                        md[r] = x
-                        lowered = True
+            else:  # the element-wise minimum (a tuple: ``le`` reads it typed)
+                low = tuple([x if x < y else y for x, y in zip(v, md, strict=True)])
+                if low != md:
+                    self._min_demand = low
+                    lowered = True
             if any(all(x <= c + EPS for x, c in zip(v, m.base, strict=True))
                    for m in self.machines):
                 self._placeable.add(v)
@@ -563,6 +563,7 @@ class SchedulerCore(Dispatcher):
         self._advance_capacity_integral()
         m = MachineRT(len(self.machines), machine, self.names, True)
         self.machines.append(m)
+        self._open.append(False)
         self._machine_index[m.id] = m.index
         self.timeline.machine_ids.append(m.id)
         self._machine_views = None
@@ -640,7 +641,7 @@ class SchedulerCore(Dispatcher):
             self.attempts.append(Attempt(ref, m.id, start, self.now, outcome))
         self.timeline.attempt(job.seq, ref[1], ref[2], m.index, start, self.now,
                               v[self._slot_idx], outcome)
-        if m.index not in self._open_set:
+        if not self._open[m.index]:
             self._refresh_open(m)
 
     def _add_busy(self, k: int, dt: float) -> None:

@@ -102,7 +102,7 @@ class HotOps(NamedTuple):
 
     add: AddSub
     sub: AddSub
-    le: Callable[[list[float] | tuple[float, ...], list[float]], bool]
+    le: Callable[[tuple[float, ...], list[float]], bool]
     gt_any: Callable[[list[float], list[float]], bool]
 
 

@@ -30,8 +30,9 @@ def sub(a: list[float], b: tuple[float, ...]) -> list[float]:
     return [a[i] - b[i] for i in range(len(a))]
 
 
-def le(a: list[float] | tuple[float, ...], b: list[float]) -> bool:
-    """``a <= b`` in every element."""
+def le(a: tuple[float, ...], b: list[float]) -> bool:
+    """``a <= b`` in every element (``a`` a demand: typed as a tuple, its elements are read
+    without a generic item lookup)."""
     return all(a[i] <= b[i] for i in range(len(b)))
 
 

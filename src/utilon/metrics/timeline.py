@@ -65,8 +65,8 @@ def attempts_of(core: SchedulerCore, end: float) -> Attempts:
     cols = list(zip(*extra, strict=True)) if extra else [()] * 7
 
     def cat(arr: Any, more: tuple[Any, ...], dtype: Any) -> np.ndarray:
-        a = np.frombuffer(arr, dtype=dtype) if len(arr) else np.zeros(0, dtype)
-        return np.concatenate([a, np.asarray(more, dtype=dtype)]) if more else a.copy()
+        a = np.asarray(arr, dtype=dtype)  # (a column is a fresh array: ``Timeline._col``)
+        return np.concatenate([a, np.asarray(more, dtype=dtype)]) if more else a
 
     return Attempts(
         job=cat(tl.job, cols[0], np.int32), stage=cat(tl.stage, cols[1], np.int32),

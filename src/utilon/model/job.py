@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from utilon.errors import ModelError
@@ -76,6 +77,9 @@ class Task:
         return self.phases or (UsagePhase(1.0, self.demand, "run"),)
 
 
+_duration = attrgetter("duration")
+
+
 @dataclass(frozen=True, slots=True)
 class Stage:
     name: str
@@ -104,11 +108,11 @@ class Stage:
     def expected_duration(self) -> float:
         if self.estimate is not None:
             return self.estimate
-        return sum(t.duration for t in self.tasks) / len(self.tasks)
+        return sum(map(_duration, self.tasks)) / len(self.tasks)
 
     @property
     def work(self) -> float:
-        return sum(t.duration for t in self.tasks)
+        return sum(map(_duration, self.tasks))
 
 
 @dataclass(frozen=True, slots=True)
