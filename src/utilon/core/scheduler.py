@@ -290,9 +290,11 @@ class SchedulerCore(Dispatcher):
             if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
                 return self.handle(now, [_tuple(TaskFinished, (ref,))])
         # _on_finished, inlined (the last check: a stale completion changed nothing above)
-        run = job.running.pop(ref, None)
+        running = job.running
+        run = running.get(ref)  # (get and del: native operations; pop with a default is not)
         if run is None:  # it raced a kill or a machine loss: the general path counts it
             return self.handle(now, [_tuple(TaskFinished, (ref,))])
+        del running[ref]
         self.now = now
         mi, start, _ = run
         idx = ref[2]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Final
 
 from mypy_extensions import mypyc_attr
@@ -18,13 +19,15 @@ from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
 FIT_EPS: Final = 1e-9
+_duration: Final = attrgetter("duration")
+_phases: Final = attrgetter("phases")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class StageRT:
-    __slots__ = ("dependents", "deps_left", "done", "expected", "gang", "index", "is_reduce",
-                 "locked", "observed", "observed_sum", "ready", "running", "stage", "started_sum",
-                 "states", "total", "vectors", "view", "vkeys")
+    __slots__ = ("dependents", "deps_left", "done", "durations", "expected", "gang", "index",
+                 "is_reduce", "locked", "observed", "observed_sum", "phased", "ready", "running",
+                 "stage", "started_sum", "states", "total", "vectors", "view", "vkeys")
 
     def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]],
                  vkeys: list[int] | None = None) -> None:
@@ -36,6 +39,10 @@ class StageRT:
         # busy-time accumulators are indexed by it: no float-tuple hashing per completion)
         self.vkeys = vkeys if vkeys is not None else [0] * self.total
         self.gang = stage.gang
+        # each task's duration, and whether any task has usage phases: what a simulator's
+        # launch reads, as native fields (C-level passes, once per stage)
+        self.durations: list[float] = list(map(_duration, stage.tasks))
+        self.phased = any(map(_phases, stage.tasks))
         self.expected = stage.expected_duration  # O(tasks): computed once, not per snapshot
         self.observed = 0  # completed attempts measured (online estimation only)
         self.observed_sum = 0.0

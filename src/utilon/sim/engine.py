@@ -253,13 +253,14 @@ class Simulation:
                     # _launch, inlined: one launch per task is the hot path
                     ref = c[0]
                     st = core_jobs[ref[0]].stages[ref[1]]
-                    task = st.stage.tasks[ref[2]]
-                    work = task.duration / (faster.get(ref[:2], 1.0) if faster else 1.0)
-                    if task.phases:
+                    idx = ref[2]
+                    work = st.durations[idx] / (faster.get(ref[:2], 1.0) if faster else 1.0)
+                    task_phases = st.stage.tasks[idx].phases if st.phased else ()
+                    if task_phases:
                         phases = tuple((p.fraction * work, p.usage.vector(names))
-                                       for p in task.phases)
+                                       for p in task_phases)
                     else:
-                        phases = ((work, st.vectors[ref[2]]),)
+                        phases = ((work, st.vectors[idx]),)
                     fluid.launch(ref, machine_index[c[1]], now, phases)
                 else:  # a Preempt: (task, machine id, reason)
                     fluid.kill(c[0], machine_index[c[1]], now)

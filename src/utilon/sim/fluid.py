@@ -101,7 +101,8 @@ class FluidModel:
         # The simulator's event heap and sequence counter, when ``schedule`` is the push
         # ``(t, 0, next(seq), 0, (ex, ex.version))`` onto it: a launch then pushes directly.
         self._heap = heap if seq is not None else None
-        self._next_seq: Iterator[int] = seq if seq is not None else count(1)
+        # the heap's next sequence number (a bound ``__next__``: no lookup of ``next``)
+        self._next: Callable[[], int] = (seq if seq is not None else count(1)).__next__
         # 1 + gamma per resource, or None when no resource thrashes (the old, exact path)
         expo = tuple(1.0 + cluster.thrashing_of(r) for r in names)
         self._expo: tuple[float, ...] | None = expo if any(e != 1.0 for e in expo) else None
@@ -135,7 +136,7 @@ class FluidModel:
             if heap is None:
                 self._schedule(now + work / rate, ex)
             else:  # the engine's _schedule_exec, inlined
-                _heappush(heap, (now + work / rate, 0, next(self._next_seq), 0, (ex, 0)))
+                _heappush(heap, (now + work / rate, 0, self._next(), 0, (ex, 0)))
         if self._rec is not None:
             self._rec.note(mi, m, now)
 
