@@ -28,6 +28,7 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
+from utilon.core import vec_native
 from utilon.core.decision import Decision, SlotLimit
 from utilon.core.feasibility import pack
 from utilon.core.invariants import check_machine
@@ -44,6 +45,9 @@ _RUNNING: Final = TaskState.RUNNING
 _QUEUED: Final = JobState.QUEUED
 # Message NamedTuples built per task event skip their Python-level __new__ (same values)
 _tuple: Final = tuple.__new__
+# Compiled, the hot sites call ``vec_native``'s loops directly (a C call, no argument
+# parsing); interpreted, ``vec``'s generated functions, the faster ones there (``hot_ops``)
+NATIVE: Final = vec_native.COMPILED
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
@@ -145,7 +149,7 @@ class Dispatcher:
         st.started_sum += now
         job.running[ref] = (m.index, now, self.stats.launched)  # (this launch's number)
         v = st.vectors[idx]
-        m.free = self._vsub(m.free, v)
+        m.free = vec_native.sub(m.free, v) if NATIVE else self._vsub(m.free, v)
         m.ntasks += 1
         if st.is_reduce:
             m.nreduce += 1
@@ -159,7 +163,8 @@ class Dispatcher:
         # _refresh_open(m) when it has no room left, inlined (only closing is possible here)
         if self._slot_limit is None:
             md = self._min_demand
-            room = md is None or self._vle(md, m.free)
+            room = md is None or (vec_native.le(md, m.free) if NATIVE else
+                                  self._vle(md, m.free))
         else:
             room = self._has_room(m)
         if not room and self._open[m.index]:
@@ -234,7 +239,8 @@ class Dispatcher:
                     mi = p if cands is None else cands[p]
                     if flags[mi]:  # (launches close machines as they fill)
                         m = machines[mi]
-                        if self._fits(m, st, v) if slots else fits(v, m.free):
+                        if (self._fits(m, st, v) if slots else
+                                vec_native.le(v, m.free) if NATIVE else fits(v, m.free)):
                             break
                     p += 1
                 if p == n:

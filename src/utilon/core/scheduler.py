@@ -32,8 +32,9 @@ from typing import Final
 import numpy as np
 from mypy_extensions import mypyc_attr
 
+from utilon.core import vec_native
 from utilon.core.decision import Decision, Grant, SlotLimit
-from utilon.core.dispatch import Dispatcher
+from utilon.core.dispatch import NATIVE, Dispatcher
 from utilon.core.feasibility import check_workload, demand_vectors, pack
 from utilon.core.invariants import check_invariants
 from utilon.core.messages import (
@@ -313,7 +314,7 @@ class SchedulerCore(Dispatcher):
         if st.is_reduce:
             m.nreduce -= 1
         if m.ntasks:
-            m.free = self._vadd(m.free, v)
+            m.free = vec_native.add(m.free, v) if NATIVE else self._vadd(m.free, v)
         else:
             m.reset_free()
         job.dirty = True
@@ -351,7 +352,8 @@ class SchedulerCore(Dispatcher):
             # _refresh_open(m), inlined: a release can only open the machine
             if self._slot_limit is None:
                 md = self._min_demand
-                room = md is None or self._vle(md, m.free)
+                room = md is None or (vec_native.le(md, m.free) if NATIVE else
+                                      self._vle(md, m.free))
             else:
                 room = self._has_room(m)
             if room:

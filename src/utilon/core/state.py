@@ -43,7 +43,9 @@ class StageRT:
         # launch reads, as native fields (C-level passes, once per stage)
         self.durations: list[float] = list(map(_duration, stage.tasks))
         self.phased = any(map(_phases, stage.tasks))
-        self.expected = stage.expected_duration  # O(tasks): computed once, not per snapshot
+        # O(tasks): computed once, not per snapshot (``Stage.expected_duration``, the same sum)
+        self.expected = (stage.estimate if stage.estimate is not None else
+                         sum(self.durations) / self.total)
         self.observed = 0  # completed attempts measured (online estimation only)
         self.observed_sum = 0.0
         self.is_reduce = stage.kind == "reduce"
