@@ -32,6 +32,8 @@ class Policy(ABC):
     world: ClassVar[str] = "slot"
     """the world it runs in (``utilon.policies.WORLDS``); cloud services are ``"cloud"``."""
     triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
+    """the events it is called on; the core reads them once, when it is built (a policy
+    that chooses them sets them in its ``__init__``)."""
     uses_free_capacity: ClassVar[bool] = False
     uses_placement: ClassVar[bool] = False
     """True for policies that need to know which machine each running task is on

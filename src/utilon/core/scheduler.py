@@ -128,6 +128,10 @@ class SchedulerCore(Dispatcher):
         self.jobs: dict[str, JobRT] = {}  # every job ever submitted, arrival order
         self.active: dict[str, JobRT] = {}  # submitted and not finished, arrival order
         self.decision = Decision()
+        self._backfill = False  # self.decision.backfill, as a native field (finish_one)
+        # the policy's triggers are read once, here (and: is it called at every completion?)
+        self._triggers: frozenset[Trigger] = policy.triggers
+        self._on_finish = _TASK_FINISHED in self._triggers
         policy.bind(cluster)
         self._grants: list[GrantState] = []
         # every installed grant is whole-job (no stage, machines, kill_excess or gang): a
@@ -256,7 +260,7 @@ class SchedulerCore(Dispatcher):
     def _respond(self, triggers: set[Trigger], touched: list[int],
                  cmds: list[Command]) -> list[Command]:
         """After the stimuli of one instant: decide if a trigger asks for it, dispatch."""
-        if self.active and not triggers.isdisjoint(self.policy.triggers):
+        if self.active and not triggers.isdisjoint(self._triggers):
             self._decide(frozenset(triggers), cmds)
             self._dispatch(None, cmds)
         elif self._widen or not triggers <= _QUIET:
@@ -362,12 +366,12 @@ class SchedulerCore(Dispatcher):
         self.stats.completed += 1
         # handle's tail for the triggers {TASK_FINISHED} and the machine that freed up
         cmds: list[Command] = []
-        if _TASK_FINISHED in self.policy.triggers:  # (self.active holds this job)
+        if self._on_finish:  # (self.active holds this job)
             self._decide(_JUST_FINISHED, cmds)
             self._dispatch(None, cmds)
         elif self._widen:
             self._dispatch(None, cmds)
-        elif self._hungry or self.decision.backfill:
+        elif self._hungry or self._backfill:
             self._dispatch([mi], cmds)
         self._widen = False
         return cmds
@@ -415,7 +419,10 @@ class SchedulerCore(Dispatcher):
 
     def _note_demands(self, job: Job, vecs: list[tuple[float, ...]]) -> None:
         lowered = False
-        for v in set(vecs):
+        v0 = vecs[0] if vecs else None
+        # the distinct vectors (the tasks of a stage usually share one object: no hashing)
+        distinct = [v0] if v0 is not None and all(v is v0 for v in vecs) else set(vecs)
+        for v in distinct:
             if v in self._placeable:
                 continue
             md = self._min_demand
@@ -757,7 +764,7 @@ class SchedulerCore(Dispatcher):
     def _decide(self, triggers: frozenset[Trigger], cmds: list[Command]) -> None:
         if (self._in_order and self._arrived and not self.validate
                 and self._on_decision is None  # a decision hook sees decide()'s every call
-                and triggers & self.policy.triggers == _ARRIVAL_ONLY
+                and triggers & self._triggers == _ARRIVAL_ONLY
                 and self._extend_order(cmds)):
             return
         snap = self.snapshot(triggers)
@@ -805,6 +812,7 @@ class SchedulerCore(Dispatcher):
         # _install for this decision: nothing infeasible, no slot limit before or after, and
         # the kept grants are the installed ones (_install_extension's test holds by design)
         self.decision = Decision(grants=(*kept.values(), *tail))
+        self._backfill = False
         for g in tail:
             kept[g[0]] = g
         self._append_grants(tail)
@@ -816,6 +824,7 @@ class SchedulerCore(Dispatcher):
     def _install(self, decision: Decision, cmds: list[Command]) -> None:
         previous = self.decision
         self.decision = decision
+        self._backfill = decision.backfill
         for item in decision.infeasible:
             self.infeasible[item.job] = item.reason
         if decision.slot_limit != self._slot_limit:

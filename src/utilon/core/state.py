@@ -20,14 +20,13 @@ from utilon.model.lifecycle import JobState, MachineState, TaskState
 
 FIT_EPS: Final = 1e-9
 _duration: Final = attrgetter("duration")
-_phases: Final = attrgetter("phases")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 class StageRT:
     __slots__ = ("dependents", "deps_left", "done", "durations", "expected", "gang", "index",
-                 "is_reduce", "locked", "observed", "observed_sum", "phased", "ready", "running",
-                 "stage", "started_sum", "states", "total", "vectors", "view", "vkeys")
+                 "is_reduce", "locked", "observed", "observed_sum", "ready", "running", "stage",
+                 "started_sum", "states", "total", "vectors", "view", "vkeys")
 
     def __init__(self, index: int, stage: Stage, vectors: list[tuple[float, ...]],
                  vkeys: list[int] | None = None) -> None:
@@ -39,10 +38,8 @@ class StageRT:
         # busy-time accumulators are indexed by it: no float-tuple hashing per completion)
         self.vkeys = vkeys if vkeys is not None else [0] * self.total
         self.gang = stage.gang
-        # each task's duration, and whether any task has usage phases: what a simulator's
-        # launch reads, as native fields (C-level passes, once per stage)
+        # each task's duration: what a simulator's launch reads, as a native field
         self.durations: list[float] = list(map(_duration, stage.tasks))
-        self.phased = any(map(_phases, stage.tasks))
         # O(tasks): computed once, not per snapshot (``Stage.expected_duration``, the same sum)
         self.expected = (stage.estimate if stage.estimate is not None else
                          sum(self.durations) / self.total)

@@ -106,6 +106,7 @@ class Simulation:
         # task with usage phases may use other than it declared; else only a slot limit or a
         # scale or speed change can over-commit a machine, and those start the metering.
         phased = any(any(map(_phases, st.tasks)) for j in self.jobs for st in j.stages)
+        self._phased = phased
         self.fluid = FluidModel(cluster, self.core.names, self._schedule_exec,
                                 record=record_usage, heap=self._heap, seq=self._seq,
                                 metered=phased)
@@ -166,6 +167,7 @@ class Simulation:
         names = core.names
         machine_index = self._machine_index
         colocating = self._colocating
+        phased = self._phased  # (some task has usage phases: read them at its launch)
         fused = core.fast.fuse_finishes  # (switched off in tests: the general path throughout)
         on_batch = self.on_batch
         horizon = self.horizon  # fixed for the run: read once, not once per batch
@@ -255,7 +257,7 @@ class Simulation:
                     st = core_jobs[ref[0]].stages[ref[1]]
                     idx = ref[2]
                     work = st.durations[idx] / (faster.get(ref[:2], 1.0) if faster else 1.0)
-                    task_phases = st.stage.tasks[idx].phases if st.phased else ()
+                    task_phases = st.stage.tasks[idx].phases if phased else ()
                     if task_phases:
                         phases = tuple((p.fraction * work, p.usage.vector(names))
                                        for p in task_phases)
