@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 from builders import change, make_cluster
+from utilon.core.messages import JobSubmitted
 from utilon.core.scheduler import SchedulerCore
 from utilon.core.timeline import PENDING_ROWS, Timeline
 from utilon.model import Constant, DeadlineStep, Job, Resources, Stage, Task
@@ -202,6 +203,24 @@ def test_finish_one_equals_handle_on_a_core() -> None:
     # a completion that raced a kill (not running) is counted stale by both
     assert cores[0].finish_one(11.0, TaskRef("a", 0, 0)) == []
     assert cores[0].stats.stale == 1
+
+
+def test_submission_takes_the_demand_vectors_the_workload_check_computed() -> None:
+    """``check_workload`` keeps each stage's demand vectors and the core takes them at the
+    stage's submission (one computation per stage); a stage it never saw is computed then."""
+    cluster, jobs = workload(3, n_jobs=8, capacity_changes=False)
+    sim = Simulation(cluster, jobs[:6], make_policy("fifo"))
+    kept = {key: vecs for key, (_, vecs) in sim.core._stage_vectors.items()}
+    assert len(kept) == sum(len(j.stages) for j in jobs[:6])
+    sim.run()
+    assert not sim.core._stage_vectors  # every entry was taken
+    for job in jobs[:6]:
+        for st, rt in zip(job.stages, sim.core.jobs[job.id].stages, strict=True):
+            assert rt.vectors is kept[id(st)]
+    late = jobs[7]  # never checked: computed at its submission, with the same values
+    sim.core.handle(late.submit + 1e4, [JobSubmitted(late)])
+    rt = sim.core.jobs[late.id].stages[0]
+    assert rt.vectors == [t.demand.vector(cluster.resource_names) for t in late.stages[0].tasks]
 
 
 def test_timeline_pending_rows_reach_every_reader() -> None:

@@ -191,6 +191,10 @@ def reach(cluster: Cluster, names: tuple[str, ...], t: float) -> list[tuple[floa
 
 
 _demand = attrgetter("demand")
+# stage identity -> (the stage, its tasks' demand vectors): what a check computed, kept for the
+# scheduler core to take at the stage's submission instead of computing it again (the stage
+# is held with its vectors, so that an identity is never reused while its entry is there)
+StageVectors = dict[int, tuple[Stage, list[tuple[float, ...]]]]
 
 
 def _all_same(xs: Sequence[object]) -> bool:
@@ -219,11 +223,15 @@ def demand_vectors(stage: Stage, names: tuple[str, ...]) -> list[tuple[float, ..
 
 
 def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ...]],
-                kinds: list[tuple[float, ...]] | None = None) -> str:
+                kinds: list[tuple[float, ...]] | None = None,
+                vectors: StageVectors | None = None) -> str:
     """Why ``stage`` can never run on machines of (largest) capacities ``caps``, or ""
-    (``kinds``: the distinct ``caps``, when the caller has them)."""
+    (``kinds``: the distinct ``caps``, when the caller has them; ``vectors``: where to keep
+    the stage's demand vectors for its submission, see ``StageVectors``)."""
     # tasks share demand vectors and machines share capacities: test each pair once
     demands = demand_vectors(stage, names)
+    if vectors is not None:
+        vectors[id(stage)] = (stage, demands)
     if kinds is None:
         kinds = list(dict.fromkeys(caps))
     distinct = ([demands[0]] if demands and _all_same(demands) else
@@ -246,23 +254,25 @@ def stage_never(stage: Stage, names: tuple[str, ...], caps: list[tuple[float, ..
 
 def why_never(job: Job, cluster: Cluster, names: tuple[str, ...] | None = None,
               caps: list[tuple[float, ...]] | None = None,
-              kinds: list[tuple[float, ...]] | None = None) -> str:
+              kinds: list[tuple[float, ...]] | None = None,
+              vectors: StageVectors | None = None) -> str:
     """The policy-independent reason ``job`` can never run on ``cluster``, or "" (``caps``:
     ``reach`` at the job's submission, and ``kinds``, its distinct values, when the caller has
-    them)."""
+    them; ``vectors`` as for ``stage_never``)."""
     names = names if names is not None else cluster.resource_names
     if caps is None:
         caps = reach(cluster, names, job.submit)
     for stage in job.stages:
-        why = stage_never(stage, names, caps, kinds)
+        why = stage_never(stage, names, caps, kinds, vectors)
         if why:
             return why
     return ""
 
 
 def check_workload(cluster: Cluster, jobs: Sequence[Job], policy: Policy | None = None,
-                   *, where: str = "") -> None:
-    """Raise ``Unrunnable`` for the first job that can never run (counting the others)."""
+                   *, where: str = "", vectors: StageVectors | None = None) -> None:
+    """Raise ``Unrunnable`` for the first job that can never run (counting the others);
+    ``vectors`` keeps the demand vectors it computed (``StageVectors``)."""
     names = cluster.resource_names
     bad: list[tuple[str, str]] = []
     # ``reach`` changes only where the capacity timeline has an event: one per epoch
@@ -274,7 +284,7 @@ def check_workload(cluster: Cluster, jobs: Sequence[Job], policy: Policy | None 
         if got is None:
             caps = reach(cluster, names, job.submit)
             got = by_epoch[epoch] = (caps, list(dict.fromkeys(caps)))
-        why = why_never(job, cluster, names, *got)
+        why = why_never(job, cluster, names, *got, vectors)
         if not why and policy is not None:
             why = policy.unrunnable(job, cluster) or ""
             if why:

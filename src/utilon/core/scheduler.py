@@ -35,7 +35,7 @@ from mypy_extensions import mypyc_attr
 from utilon.core import vec_native
 from utilon.core.decision import Decision, Grant, SlotLimit
 from utilon.core.dispatch import NATIVE, Dispatcher
-from utilon.core.feasibility import check_workload, demand_vectors, pack
+from utilon.core.feasibility import StageVectors, check_workload, demand_vectors, pack
 from utilon.core.invariants import check_invariants
 from utilon.core.messages import (
     CapacityChanged,
@@ -153,6 +153,7 @@ class SchedulerCore(Dispatcher):
         self._slot_limit: SlotLimit | None = None
         self._min_demand: tuple[float, ...] | None = None
         self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
+        self._stage_vectors: StageVectors = {}  # computed by check_workload, taken at submission
         # machine index -> up with room for the smallest demand (dispatch tries only these)
         self._open: list[bool] = [False] * len(self.machines)
         self._n_open = 0
@@ -182,7 +183,7 @@ class SchedulerCore(Dispatcher):
     def check_workload(self, jobs: Sequence[Job]) -> None:
         """Refuse, before a run, a workload with a job that can never run on this cluster
         under this policy (``feasibility.Unrunnable``, naming the job, stage and why)."""
-        check_workload(self.cluster, jobs, self.policy)
+        check_workload(self.cluster, jobs, self.policy, vectors=self._stage_vectors)
 
     def stuck(self) -> bool:
         """Nothing makes progress (no task runs, or only on machines scaled or slowed to
@@ -383,7 +384,8 @@ class SchedulerCore(Dispatcher):
         stages = []
         names = self.names
         for i, st in enumerate(job.stages):
-            vecs = demand_vectors(st, names)
+            known = self._stage_vectors.pop(id(st), None)  # (check_workload's, if it ran)
+            vecs = known[1] if known is not None and known[0] is st else demand_vectors(st, names)
             stages.append(StageRT(i, st, vecs, self._keys_of(vecs)))
             self._note_demands(job, vecs)
         index = {st.name: i for i, st in enumerate(job.stages)}
