@@ -27,8 +27,9 @@ $(TSTAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 demo: $(STAMP)
 	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo --report
 
+# (the slowest tests are listed at the end: the suite must stay within its 10-minute budget)
 test: $(TSTAMP) browser
-	$(BIN)/python -m pytest -m "not long"
+	$(BIN)/python -m pytest -m "not long" --durations=15
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own
 # here); install it when it is missing and this user can.  Without it those tests skip, saying
