@@ -233,8 +233,12 @@ class Dispatcher:
             ready = st.ready
             vectors = st.vectors
             mi = 0
+            v: tuple[float, ...] | None = None
             while ready and (ignore_limit or gs.running < gs.limit):
-                v = vectors[ready[0]]
+                head = vectors[ready[0]]
+                if head is not v:
+                    p = 0  # a different demand may fit machines the last one skipped
+                    v = head
                 while p < n:
                     mi = p if cands is None else cands[p]
                     if flags[mi]:  # (launches close machines as they fill)
@@ -248,8 +252,6 @@ class Dispatcher:
                 self._launch(job, st, machines[mi], gs, cmds)
                 if validate:
                     self._check_machine(machines[mi])
-                if ready and vectors[ready[0]] is not v:
-                    p = 0  # a different demand may fit machines the last one skipped
 
     def _fill_gang(self, gs: GrantState, st: StageRT, cands: list[int], n: int,
                    cmds: list[Command]) -> None:
