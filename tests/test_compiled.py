@@ -63,6 +63,16 @@ def test_the_build_list_is_the_runtime_list() -> None:
     assert as_modules == native.HOT_MODULES
 
 
+def test_the_makefile_rebuilds_when_a_compiled_module_changes() -> None:
+    """The Makefile's ``HOT`` list (its install stamps depend on it, so editing a compiled
+    module reinstalls and rebuilds) names the same modules as ``utilon.native``."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("HOT") and ":=" in ln]
+    paths = line.split(":=", 1)[1].split()
+    assert tuple(p.removeprefix("src/").removesuffix(".py").replace("/", ".")
+                 for p in paths) == native.HOT_MODULES
+
+
 @pytest.mark.skipif(not native.compiled(), reason="utilon is installed pure-Python here "
                     "(no C compiler at install time): there is no compiled build to compare")
 def test_compiled_and_pure_python_runs_are_identical() -> None:
