@@ -311,6 +311,55 @@ def test_edf_n_grants_only_the_earliest_deadline_when_nothing_runs() -> None:
     assert make_policy("edf-n").decide(snapshot_of(cl, [])) == Decision()
 
 
+def _edf_n_by_scan(snap: ClusterSnapshot) -> Decision:
+    """EDF-N's decision by the plain scan over the queue (RDS §6), the reference."""
+    pool = [j for j in snap.jobs if j.started is not None] or list(snap.jobs)
+    return Decision(grants=(Grant(min(pool, key=deadline_key).id),)) if pool else Decision()
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 5.0, 10.0]),  # submit
+                          st.sampled_from([50.0, 80.0, None]),  # deadline (many ties)
+                          st.integers(1, 3), st.integers(0, 1)),  # maps, reduces
+                min_size=1, max_size=12))
+def test_edf_n_heap_decides_as_the_scan_in_a_run(specs: list) -> None:  # type: ignore[type-arg]
+    """Every decision of a run equals the scan's on the same snapshot.  Ids sort against
+    arrival order (z, y, x, ...), so equal deadlines and submits are told apart by arrival,
+    as the scan's position does, and not by id."""
+    jobs = [make_job(f"{chr(ord('z') - i)}{i}", submit=sub, maps=maps, reduces=red, dur=7,
+                     deadline=dl) for i, (sub, dl, maps, red) in enumerate(specs)]
+    seen: list[tuple[Decision, Decision]] = []
+    res = run(make_cluster(1, slots=2), sorted(jobs, key=lambda j: j.submit), "edf-n",
+              on_decision=lambda t, s, d: seen.append((d, _edf_n_by_scan(s))))
+    assert seen and all(d == ref for d, ref in seen)
+    assert all(j.finish is not None for j in res.core.jobs.values())
+
+
+def test_edf_n_heap_ties_go_to_the_earlier_arrival_not_the_id() -> None:
+    cl = make_cluster(1)
+    pol = make_policy("edf-n")
+    jobs = [make_job(i, submit=0, deadline=100) for i in ("b", "a", "c")]
+    assert pol.decide(snapshot_of(cl, jobs)).grants[0].job == "b"
+    # a later snapshot of the same run: "b" has gone, "d" arrived with an earlier deadline
+    snap = snapshot_of(cl, [*jobs[1:], make_job("d", submit=0, deadline=90)])
+    assert pol.decide(snap).grants[0].job == "d"
+    snap = snapshot_of(cl, jobs[1:])
+    assert pol.decide(snap).grants[0].job == "a"
+
+
+def test_edf_n_heap_is_not_fooled_by_snapshots_from_elsewhere() -> None:
+    """The same policy object on unrelated snapshots (an id reused with another deadline)
+    still decides as the scan; ``bind`` starts a run afresh."""
+    cl = make_cluster(1)
+    pol = make_policy("edf-n")
+    first = snapshot_of(cl, [make_job("a", deadline=100), make_job("b", deadline=200)])
+    assert pol.decide(first) == _edf_n_by_scan(first)
+    other = snapshot_of(cl, [make_job("a", deadline=300), make_job("b", deadline=200)])
+    assert pol.decide(other) == _edf_n_by_scan(other)
+    assert pol.decide(other).grants[0].job == "b"
+    pol.bind(cl)
+    assert pol.decide(first).grants[0].job == "a"
+
+
 def test_edf_n_runs_one_job_at_a_time_and_does_not_switch() -> None:
     cl = make_cluster(1, slots=2)
     jobs = [make_job("a", maps=4, reduces=1, deadline=1000),

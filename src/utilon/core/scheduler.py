@@ -774,7 +774,7 @@ class SchedulerCore(Dispatcher):
         decision = self.policy.decide(snap)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
-        validate_decision(decision, snap, self.policy.name)
+        validate_decision(decision, snap, self.policy.name, self.active)
         if decision.solver_seconds is not None:
             self.stats.solver_seconds.append(decision.solver_seconds)
         if self._on_decision is not None:

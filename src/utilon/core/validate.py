@@ -7,6 +7,7 @@ the offending item: a bug surfaces at the decision that has it, not hours later 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from operator import itemgetter
 
 from utilon.core.decision import Decision
@@ -26,7 +27,11 @@ def _overlap(a_stage: str | None, a_m: frozenset[str] | None, b_stage: str | Non
     return not (a_m is not None and b_m is not None and not (a_m & b_m))
 
 
-def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) -> None:
+def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str,
+                      active: Collection[str] | None = None) -> None:
+    """Raise ``InvalidDecision`` unless ``decision`` keeps the contract on ``snap``.
+    ``active``: the ids of ``snap.jobs`` when the caller keeps them already (the core's active
+    jobs by id), so that checking a few grants does not cost a pass over every queued job."""
     where = f"policy {policy!r} at t={snap.now:g}"
     if not isinstance(decision, Decision):
         raise InvalidDecision(f"decide() returned {type(decision).__name__}, not a Decision",
@@ -36,9 +41,10 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
     if (set(map(_stage, grants)) <= _NONE and set(map(_machines, grants)) <= _NONE
             and not any(map(_gang, grants))):
         # The common case (one whole-job grant each): ids active and distinct, sane slots.
-        active = set(map(_id, snap.jobs))
+        if active is None:
+            active = set(map(_id, snap.jobs))
         ids = list(map(_job, grants))
-        if len(set(ids)) == len(ids) and active.issuperset(ids) and (
+        if len(set(ids)) == len(ids) and all(map(active.__contains__, ids)) and (
                 set(map(_slots, grants)) <= _NONE or all(
                 g.slots is None or (type(g.slots) is int and g.slots >= 0) for g in grants)):
             _check_rest(decision, active, where)
@@ -79,7 +85,7 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str) ->
     _check_rest(decision, set(jobs), where)
 
 
-def _check_rest(decision: Decision, active: set[str], where: str) -> None:
+def _check_rest(decision: Decision, active: Collection[str], where: str) -> None:
     for item in decision.infeasible:
         if item.job not in active:
             raise InvalidDecision(f"infeasible item names inactive job {item.job!r}",
