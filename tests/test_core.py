@@ -629,6 +629,37 @@ def test_invalid_decisions_raise(decision: object, match: str) -> None:
     assert "policy 'test-scripted' at t=3" in str(info.value)
 
 
+def _pairwise_overlap(a: tuple[str | None, frozenset[str] | None],
+                      b: tuple[str | None, frozenset[str] | None]) -> bool:
+    """The contract's definition: scopes overlap unless they name different stages or
+    disjoint machine sets."""
+    if a[0] is not None and b[0] is not None and a[0] != b[0]:
+        return False
+    return not (a[1] is not None and b[1] is not None and not (a[1] & b[1]))
+
+
+_scope = st.tuples(st.sampled_from([None, "map", "reduce"]),
+                   st.none() | st.frozensets(st.sampled_from(["m0", "m1", "m2", "m3"])))
+
+
+@given(st.lists(_scope, max_size=8))
+def test_scope_overlap_is_found_at_the_grant_the_pairwise_test_finds(
+        scopes: list[tuple[str | None, frozenset[str] | None]]) -> None:
+    """The validator's running test (one pass, unions per stage) flags the same first grant
+    as testing every pair."""
+    from utilon.core.validate import _Scopes
+
+    expected = next((i for i in range(len(scopes))
+                     if any(_pairwise_overlap(scopes[k], scopes[i]) for k in range(i))), None)
+    held, found = _Scopes(), None
+    for i, (stage, machines) in enumerate(scopes):
+        if held.overlaps(stage, machines):
+            found = i
+            break
+        held.add(stage, machines)
+    assert found == expected
+
+
 def test_infeasible_items_are_recorded() -> None:
     def give_up(snap: ClusterSnapshot) -> Decision:
         return Decision(grants=(Grant("j"),), infeasible=(Infeasible("j", "too late"),))

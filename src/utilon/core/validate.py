@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from operator import itemgetter
+from typing import Any
 
 from utilon.core.decision import Decision
 from utilon.core.snapshot import ClusterSnapshot
@@ -20,11 +21,47 @@ _job, _slots, _stage, _machines, _gang = (itemgetter(i) for i in (0, 1, 2, 3, 5)
 _id = itemgetter(0)
 
 
-def _overlap(a_stage: str | None, a_m: frozenset[str] | None, b_stage: str | None,
-             b_m: frozenset[str] | None) -> bool:
-    if a_stage is not None and b_stage is not None and a_stage != b_stage:
+class _Scopes:
+    """The scopes one job's grants hold so far, to test a new grant against all of them at
+    once: per stage named (``None``: every stage), how many grants, whether one covers every
+    machine, and the union of the machines the others name.  Two scopes overlap unless they
+    name different stages or disjoint machine sets, so a new grant overlaps an earlier one
+    exactly when it meets a grant of its own stage or of every stage (of any stage, when it
+    names none) on a common machine, or either covers every machine.  Linear in the machines
+    named, where testing every earlier grant was quadratic in a job's grants (RAS gives one
+    per stage and machine)."""
+
+    __slots__ = ("by_stage", "count", "every_machine", "machines")
+
+    def __init__(self) -> None:
+        # stage -> [grants, one of them covers every machine, machines the others name]
+        self.by_stage: dict[str | None, list[Any]] = {}
+        self.count = 0
+        self.every_machine = False
+        self.machines: set[str] = set()
+
+    def overlaps(self, stage: str | None, machines: frozenset[str] | None) -> bool:
+        if stage is None:  # every stage: any earlier grant of the job may meet it
+            count, every, named = self.count, self.every_machine, self.machines
+            return count > 0 and (machines is None or every or not named.isdisjoint(machines))
+        for key in (stage, None):
+            held = self.by_stage.get(key)
+            if held is not None and held[0] and (machines is None or held[1]
+                                                 or not held[2].isdisjoint(machines)):
+                return True
         return False
-    return not (a_m is not None and b_m is not None and not (a_m & b_m))
+
+    def add(self, stage: str | None, machines: frozenset[str] | None) -> None:
+        held = self.by_stage.get(stage)
+        if held is None:
+            held = self.by_stage[stage] = [0, False, set()]
+        held[0] += 1
+        self.count += 1
+        if machines is None:
+            held[1] = self.every_machine = True
+        else:
+            held[2] |= machines
+            self.machines |= machines
 
 
 def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str,
@@ -51,7 +88,7 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str,
             return
     jobs = {j.id: j for j in snap.jobs}
     machine_ids: set[str] | None = None
-    scopes: dict[str, list[tuple[str | None, frozenset[str] | None]]] = {}
+    scopes: dict[str, _Scopes] = {}
     for g in decision.grants:
         job = jobs.get(g.job)
         if job is None:
@@ -73,15 +110,13 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str,
             if unknown:
                 raise InvalidDecision(f"grant for job {g.job!r} names unknown machine "
                                       f"{unknown[0]!r}", where=where)
-        previous = scopes.get(g.job)
-        if previous is None:
-            scopes[g.job] = [(g.stage, g.machines)]
-            continue
-        for st, ms in previous:
-            if _overlap(st, ms, g.stage, g.machines):
-                raise InvalidDecision(f"job {g.job!r} has two grants with overlapping scopes",
-                                      where=where)
-        previous.append((g.stage, g.machines))
+        held = scopes.get(g.job)
+        if held is None:
+            held = scopes[g.job] = _Scopes()
+        elif held.overlaps(g.stage, g.machines):
+            raise InvalidDecision(f"job {g.job!r} has two grants with overlapping scopes",
+                                  where=where)
+        held.add(g.stage, g.machines)
     _check_rest(decision, set(jobs), where)
 
 
