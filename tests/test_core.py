@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from builders import ScriptedPolicy as Scripted
@@ -407,6 +407,45 @@ def test_non_overlapping_scopes_are_accepted() -> None:
     core = new_core(make_cluster(2, slots=4), Scripted(split))
     cmds = step(core, 0, JobSubmitted(make_job("j", maps=4, reduces=1)))
     assert sorted(c.machine for c in launches(cmds)) == ["m0", "m1"]
+
+
+@given(st.lists(st.tuples(st.integers(0, 3),  # the group of the machine (3: no grant)
+                          st.sampled_from([None, "map", "reduce"])), min_size=5, max_size=5),
+       st.booleans())
+@example([(0, "reduce")] * 5, False)  # one grant wider than the job's (stage, machine) pairs
+@example([(0, None)] * 5, False)
+def test_installed_scoped_grants_count_the_running_tasks_they_cover(
+        groups: list[tuple[int, str | None]], by_stage: bool) -> None:
+    """A scoped grant installed while its job runs tasks starts with the count of those it
+    covers (``GrantState.covers``), however the job's grants split stages and machines."""
+    def second(snap: ClusterSnapshot) -> Decision:
+        if by_stage:  # one grant per stage, every machine
+            return Decision(grants=(Grant("j", stage="map"), Grant("j", stage="reduce")))
+        masks: dict[int, set[str]] = {}
+        stages: dict[int, str | None] = {}
+        for i, (group, stage) in enumerate(groups):
+            if group < 3:
+                masks.setdefault(group, set()).add(f"m{i}")
+                stages.setdefault(group, stage)
+        return Decision(grants=tuple(Grant("j", stage=stages[k], machines=frozenset(v))
+                                     for k, v in sorted(masks.items())))
+
+    pol = Scripted(lambda s: Decision(grants=(Grant("j"),)) if len(pol.calls) == 1
+                   else second(s), triggers={Trigger.ARRIVAL, Trigger.TICK})
+    one = Resources(slots=1, cpu=1, mem=1)
+    two_stages = Job("j", 0.0, tuple(Stage(name, tuple(Task(10, one) for _ in range(4)))
+                                      for name in ("map", "reduce")))  # independent stages
+    core = new_core(make_cluster(5, slots=3), pol)  # (m4 idle: masks wider than the pairs)
+    step(core, 0, JobSubmitted(two_stages), JobSubmitted(make_job("k", maps=3, reduces=0)))
+    step(core, 1, Tick())
+    job = core.jobs["j"]
+    # the first decision's tasks run on under the second's grants, both stages on one machine
+    assert len(job.running) == 8
+    assert any(len({ref[1] for ref, run in job.running.items() if run[0] == mi}) == 2
+               for mi in range(5))
+    for gs in job.gstates:
+        assert gs.running == sum(1 for ref, (mi, _, _) in job.running.items()
+                                 if gs.covers(ref[1], mi))
 
 
 def test_shrinking_a_grant_does_not_kill() -> None:

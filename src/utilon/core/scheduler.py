@@ -54,7 +54,15 @@ from utilon.core.messages import (
 from utilon.core.policy import Policy
 from utilon.core.records import Attempt, FastPaths
 from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
-from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.state import (
+    FIT_EPS,
+    CoreStats,
+    GrantState,
+    JobRT,
+    MachineRT,
+    RunningCounts,
+    StageRT,
+)
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
 from utilon.core.vec import hot_ops
@@ -848,9 +856,10 @@ class SchedulerCore(Dispatcher):
         grants: list[GrantState] = []
         active = self.active
         take = reusable.pop
-        touch = self._touch
         self._hungry = set()
         self._with_ready = set()
+        to_touch: dict[str, JobRT] = {}  # jobs with a ready task, touched once at the end
+        counts: dict[str, RunningCounts] = {}  # running tasks by scope, for scoped grants
         for order, g in enumerate(decision.grants):
             job_id, slots, stage_name, machines, _, gang = g  # one unpack, not five lookups
             job = active[job_id]
@@ -869,15 +878,18 @@ class SchedulerCore(Dispatcher):
                 mask = (frozenset(self._machine_index[x] for x in g.machines)
                         if g.machines is not None else None)
                 gs = GrantState(order, job, stage, mask, limit, g.gang)
-                gs.running = sum(1 for r, (mi, _, _) in job.running.items()
-                                 if gs.covers(r[1], mi))
+                held = counts.get(job_id)
+                if held is None:
+                    held = counts[job_id] = RunningCounts(job)
+                gs.running = held.covered(stage, mask)
             job.gstates.append(gs)
             grants.append(gs)
             if job.n_ready:
-                # Indexes the job's grants so far; a later grant of the same job touches them
-                # all again, which leaves the same sets as one touch per job at the end.
-                touch(job)
+                to_touch[job_id] = job
         self._grants = grants
+        touch = self._touch
+        for job in to_touch.values():  # (the index sets and the widen flag do not depend on
+            touch(job)                  # the order, and a touch indexes all the job's grants)
         if not any(g.kill_excess for g in decision.grants):
             return
         for g, gs in zip(decision.grants, grants, strict=True):

@@ -142,6 +142,38 @@ class GrantState:
             self.mask is None or machine in self.mask)
 
 
+class RunningCounts:
+    """One job's running tasks counted by stage, by machine and by both, so that installing
+    a scoped grant counts the tasks it covers (``GrantState.covers``) in O(machines it names)
+    rather than a pass over the job's running tasks for each of its grants."""
+
+    __slots__ = ("by_machine", "by_pair", "by_stage", "total")
+
+    def __init__(self, job: JobRT) -> None:
+        self.total = len(job.running)
+        self.by_pair: dict[tuple[int, int], int] = {}
+        self.by_stage: dict[int, int] = {}
+        self.by_machine: dict[int, int] = {}
+        for ref, run in job.running.items():
+            stage, mi = ref[1], run[0]
+            self.by_pair[(stage, mi)] = self.by_pair.get((stage, mi), 0) + 1
+            self.by_stage[stage] = self.by_stage.get(stage, 0) + 1
+            self.by_machine[mi] = self.by_machine.get(mi, 0) + 1
+
+    def covered(self, stage: int | None, mask: frozenset[int] | None) -> int:
+        """How many of the job's running tasks a grant scoped to ``stage`` (every stage if
+        None) and the machines ``mask`` (every machine if None) covers."""
+        if mask is None:
+            return self.total if stage is None else self.by_stage.get(stage, 0)
+        if stage is None:
+            if len(mask) <= len(self.by_machine):
+                return sum([self.by_machine.get(mi, 0) for mi in mask])
+            return sum([n for mi, n in self.by_machine.items() if mi in mask])
+        if len(mask) <= len(self.by_pair):
+            return sum([self.by_pair.get((stage, mi), 0) for mi in mask])
+        return sum([n for (st, mi), n in self.by_pair.items() if st == stage and mi in mask])
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
 @dataclass(slots=True)
 class CoreStats:
