@@ -737,6 +737,20 @@ def test_snapshot_views() -> None:
     assert new_core(cl).snapshot().free is None  # only for policies that ask for it
 
 
+def test_total_slots_follows_each_snapshots_own_machines() -> None:
+    """``total_slots`` remembers the last machines tuple's total: snapshots of two cores
+    asked in turn, and a core whose capacity changed, each get their own."""
+    small, big = new_core(make_cluster(1, slots=2)), new_core(make_cluster(3, slots=4))
+    for _ in range(2):
+        assert small.snapshot().total_slots == 2 and big.snapshot().total_slots == 12
+    step(big, 1, CapacityChanged(change(1, "m2", "leave")))
+    assert big.snapshot().total_slots == 8
+    snap = small.snapshot()
+    other = ClusterSnapshot(now=0, triggers=frozenset(), machines=snap.machines, jobs=(),
+                            resource_names=snap.resource_names, slot_resource="cpu")
+    assert other.total_slots == 4 and snap.total_slots == 2  # the same machines, cpu: 4
+
+
 def test_on_decision_callback_sees_every_decision() -> None:
     seen: list[tuple[float, list[str], dict]] = []
     core = new_core(make_cluster(1), on_decision=lambda t, s, d: seen.append(

@@ -145,11 +145,27 @@ class ClusterSnapshot:
     @property
     def total_slots(self) -> float:
         """Capacity of the up machines in the slot resource."""
-        r = self.slot_resource
-        return sum(m.capacity[r] for m in self.machines if m.up)
+        machines, r = self.machines, self.slot_resource
+        last = _last_total  # (the core reuses one machines tuple until capacity changes)
+        if last[0] is machines and last[1] == r:
+            return last[2]
+        total = sum(m.capacity[r] for m in machines if m.up)
+        _remember_total(machines, r, total)
+        return total
 
     def job(self, job_id: str) -> JobView:
         for j in self.jobs:
             if j.id == job_id:
                 return j
         raise KeyError(job_id)
+
+
+# ``total_slots`` of the last machines tuple asked about: policies ask once per decision, and
+# summing a few hundred machines' capacities was 6% of CORA's decisions on the SWIM day.  The
+# tuple is held, so its identity cannot be reused while it is remembered.
+_last_total: tuple[object, str, float] = (None, "", 0.0)
+
+
+def _remember_total(machines: tuple[MachineView, ...], resource: str, total: float) -> None:
+    global _last_total
+    _last_total = (machines, resource, total)
