@@ -1,8 +1,9 @@
 """``ras``: the Resource-aware Adaptive Scheduler (Polo et al., Middleware 2011, ``ras.txt``).
 
 A control cycle every ``interval`` seconds (T, "of the order of tens of seconds", §3.2), and
-at every job submission, capacity change and end of a job's map phase, so that a newcomer or
-a job entering its reduce phase does not wait for the next tick:
+at every job submission, capacity change and end of a stage (a job's map phase, or its last
+stage, whose end frees its slots), so that a newcomer or a job entering its reduce phase does
+not wait for the next tick:
 
 1. **Job Status Updater / Completion Time Estimator** (§3.2): per job, the pending map
    tasks s_pend, the mean map-task length observed so far and its goal give s_req
