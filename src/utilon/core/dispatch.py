@@ -155,8 +155,13 @@ class Dispatcher:
             m.nreduce += 1
         gs.running += 1
         job.dirty = True
-        if gs.running >= gs.limit or not job.n_ready:
-            self._touch(job)
+        if not job.n_ready:
+            self._touch(job)  # out of ready tasks: every grant of the job leaves both indexes
+        elif gs.running >= gs.limit:
+            # _touch(job) with ready tasks left: only this grant's count moved (the job's
+            # grants have disjoint scopes), so only it can leave the hungry index; touching
+            # every grant of the job cost O(its grants) per launch for grants per machine
+            self._hungry.discard(gs.order)
         if job.state is _QUEUED:
             job.state = JobState.RUNNING
             job.start = now
@@ -201,7 +206,9 @@ class Dispatcher:
         # first cost more than the walk)
         cands: list[int] | None
         if candidates is None:
-            cands = None if gs.mask is None else [i for i in self._open_list() if i in gs.mask]
+            # (the open machines of the mask in index order, in O(mask) rather than a walk
+            # of every machine: grants per machine have masks of one)
+            cands = None if gs.mask is None else [i for i in sorted(gs.mask) if flags[i]]
         else:
             cands = [i for i in candidates if flags[i] and (gs.mask is None or i in gs.mask)]
         if (not self._n_open) if cands is None else not cands:
