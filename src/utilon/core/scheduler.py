@@ -166,6 +166,9 @@ class SchedulerCore(Dispatcher):
         self._open: list[bool] = [False] * len(self.machines)
         self._n_open = 0
         self._machine_views: tuple[MachineView, ...] | None = None
+        # per machine: (cap, free, its row of the snapshot's free matrix); a row is rebuilt
+        # only when either list changed (every change replaces the list)
+        self._free_rows: list[tuple[tuple[float, ...], list[float], list[float]] | None] = []
         self.stats = CoreStats()
         self.fast = FastPaths()  # the shortcuts' switches and hit counts (not an output)
         self.record_attempts = record_attempts
@@ -711,8 +714,19 @@ class SchedulerCore(Dispatcher):
             self._machine_views = tuple(self._machine_view(m) for m in self.machines)
         free = None
         if self.policy.uses_free_capacity:
-            free = np.array([[c - u for c, u in zip(m.cap, m.used, strict=True)]
-                             for m in self.machines], dtype=float)
+            rows = self._free_rows
+            if len(rows) != len(self.machines):
+                rows = self._free_rows = [None] * len(self.machines)
+            matrix: list[list[float]] = []
+            for i, m in enumerate(self.machines):
+                row = rows[i]
+                if row is not None and row[0] is m.cap and row[1] is m.free:
+                    matrix.append(row[2])
+                    continue
+                values = [c - u for c, u in zip(m.cap, m.used, strict=True)]
+                rows[i] = (m.cap, m.free, values)
+                matrix.append(values)
+            free = np.array(matrix, dtype=float)
             free.setflags(write=False)
         placement = None
         if self.policy.uses_placement:
