@@ -738,8 +738,9 @@ def test_snapshot_views() -> None:
 
 
 def test_total_slots_follows_each_snapshots_own_machines() -> None:
-    """``total_slots`` remembers the last machines tuple's total: snapshots of two cores
-    asked in turn, and a core whose capacity changed, each get their own."""
+    """``total_slots`` and ``capacity_matrix`` remember what they derived from the last
+    machines tuple: snapshots of two cores asked in turn, and a core whose capacity changed,
+    each get their own."""
     small, big = new_core(make_cluster(1, slots=2)), new_core(make_cluster(3, slots=4))
     for _ in range(2):
         assert small.snapshot().total_slots == 2 and big.snapshot().total_slots == 12
@@ -749,6 +750,12 @@ def test_total_slots_follows_each_snapshots_own_machines() -> None:
     other = ClusterSnapshot(now=0, triggers=frozenset(), machines=snap.machines, jobs=(),
                             resource_names=snap.resource_names, slot_resource="cpu")
     assert other.total_slots == 4 and snap.total_slots == 2  # the same machines, cpu: 4
+    # the capacity matrix likewise: per snapshot's machines, a row of zeros for one down
+    names = ("slots", "cpu")
+    assert big.snapshot().capacity_matrix(names).tolist() == [[4, 4], [4, 4], [0, 0]]
+    assert big.snapshot().capacity_matrix(("cpu",)).tolist() == [[4], [4], [0]]
+    assert small.snapshot().capacity_matrix(names).tolist() == [[2, 4]]
+    assert not big.snapshot().capacity_matrix(names).flags.writeable
 
 
 def test_on_decision_callback_sees_every_decision() -> None:

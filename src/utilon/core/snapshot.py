@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -145,13 +145,29 @@ class ClusterSnapshot:
     @property
     def total_slots(self) -> float:
         """Capacity of the up machines in the slot resource."""
-        machines, r = self.machines, self.slot_resource
-        last = _last_total  # (the core reuses one machines tuple until capacity changes)
-        if last[0] is machines and last[1] == r:
-            return last[2]
-        total = sum(m.capacity[r] for m in machines if m.up)
-        _remember_total(machines, r, total)
-        return total
+        known = _derived(self.machines)
+        key = ("slots", self.slot_resource)
+        total = known.get(key)
+        if total is None:
+            r = self.slot_resource
+            total = known[key] = sum(m.capacity[r] for m in self.machines if m.up)
+        return cast(float, total)
+
+    def capacity_matrix(self, names: tuple[str, ...]) -> np.ndarray:
+        """Declared capacity, machines x ``names`` (a row of zeros for a machine that is
+        down); read-only, shared by the snapshots of one machines tuple."""
+        known = _derived(self.machines)
+        key = ("capacity", names)
+        caps = known.get(key)
+        if caps is None:
+            caps = np.zeros((len(self.machines), len(names)))
+            for i, m in enumerate(self.machines):
+                if m.up:
+                    caps[i] = m.capacity.vector(names)
+            caps.setflags(write=False)
+            known[key] = caps
+        assert isinstance(caps, np.ndarray)
+        return caps
 
     def job(self, job_id: str) -> JobView:
         for j in self.jobs:
@@ -160,12 +176,18 @@ class ClusterSnapshot:
         raise KeyError(job_id)
 
 
-# ``total_slots`` of the last machines tuple asked about: policies ask once per decision, and
-# summing a few hundred machines' capacities was 5% of CORA's decision time (profiled, the SWIM
-# day's first 10,000 s).  The tuple is held, so its identity cannot be reused while remembered.
-_last_total: tuple[object, str, float] = (None, "", 0.0)
+# What ``total_slots`` and ``capacity_matrix`` derived from the last machines tuple asked
+# about: policies ask at every decision, and the core reuses one tuple until capacity changes
+# (summing the machines' capacities was 5% of CORA's decision time, building the capacity
+# matrix a fifth of alsched's, on the SWIM day).  The tuple is held, so its identity cannot be
+# reused while remembered.
+_last_machines: tuple[object, dict[tuple[str, object], object]] = (None, {})
 
 
-def _remember_total(machines: tuple[MachineView, ...], resource: str, total: float) -> None:
-    global _last_total
-    _last_total = (machines, resource, total)
+def _derived(machines: tuple[MachineView, ...]) -> dict[tuple[str, object], object]:
+    global _last_machines
+    held, known = _last_machines
+    if held is not machines:
+        known = {}
+        _last_machines = (machines, known)
+    return known

@@ -56,7 +56,7 @@ import numpy as np
 from utilon.core.decision import Decision, Grant, Infeasible
 from utilon.core.feasibility import pack, reach_by_machine
 from utilon.core.messages import Trigger
-from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
+from utilon.core.snapshot import ClusterSnapshot, JobView, StageView
 from utilon.model.cluster import Cluster, Machine
 from utilon.model.job import Job
 from utilon.policies.alsched.lang import Request, fallback, preferred
@@ -110,9 +110,6 @@ class Alsched(Policy):
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
         self._machines: tuple[Machine, ...] = ()
         self._bound: dict[tuple[Any, ...], _Bound | None] = {}
-        # the capacity matrix of the last machines tuple seen (the core keeps one tuple until
-        # capacity changes; the tuple is held, so its identity is not reused)
-        self._caps: tuple[object, tuple[str, ...], np.ndarray] = ((), (), np.zeros((0, 0)))
         self._seen: dict[tuple[str, int], int] = {}  # (job, stage) -> ready tasks last asked for
         self.solves = 0
         self.submissions = 0
@@ -155,7 +152,7 @@ class Alsched(Policy):
         slot = names.index(snapshot.slot_resource)
         up = np.array([m.up for m in snapshot.machines], dtype=bool)
         free = np.where(up[:, None], np.maximum(snapshot.free, 0.0), 0.0)
-        caps = self._capacities(snapshot.machines, names, free)
+        caps = snapshot.capacity_matrix(names)
         pending = [(job, st) for job in snapshot.jobs for st in job.stages if st.ready > 0]
         q = self._unit_now(st.demand[snapshot.slot_resource] for _, st in pending)
         free_units = np.floor(free[:, slot] / q + _EPS).astype(np.int64)
@@ -203,22 +200,6 @@ class Alsched(Policy):
                     grants.append(Grant(job.id, running.get((st.index, mi), 0) + n,
                                         stage=st.name, machines=frozenset((mid,))))
         return Decision(tuple(grants), tuple(infeasible), solver_seconds=seconds)
-
-    def _capacities(self, machines: tuple[MachineView, ...], names: tuple[str, ...],
-                    like: np.ndarray) -> np.ndarray:
-        """Declared capacity per machine (rows of ``like``'s shape; 0 when down), read-only.
-        Rebuilt only when the machines tuple changes: building it at every decision (one
-        ``Resources.vector`` per machine) was a fifth of alsched's time on the SWIM day."""
-        held, held_names, caps = self._caps
-        if held is machines and held_names == names and caps.shape == like.shape:
-            return caps
-        caps = np.zeros_like(like)
-        for m in machines:
-            if m.up:
-                caps[m.index] = m.capacity.vector(names)
-        caps.setflags(write=False)
-        self._caps = (machines, names, caps)
-        return caps
 
     def _unit_now(self, slot_demands: Iterable[float]) -> float:
         """This decision's machine unit: the largest amount of the slot resource that

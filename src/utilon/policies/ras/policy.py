@@ -161,8 +161,7 @@ class Ras(Policy):
             snapshot.resource_names
         up = [m for m in snapshot.machines if m.up]
         running = snapshot.placement or {}
-        cap = np.array([[m.capacity[r] for r in names] for m in up], dtype=float).reshape(
-            len(up), len(names))
+        cap = _up_rows(snapshot, names)  # (a copy: the running reducers come off it below)
         col = {m.index: i for i, m in enumerate(up)}
         jobs: list[PlacementJob] = []
         views: list[tuple[JobView, _Phases]] = []
@@ -232,8 +231,7 @@ class Ras(Policy):
         resource's free share), most free first; ties by index."""
         assert snapshot.free is not None  # uses_free_capacity
         col = [snapshot.resource_names.index(r) for r in names]
-        cap = np.array([[m.capacity[r] for r in names] for m in up], dtype=float).reshape(
-            len(up), len(names))
+        cap = _up_rows(snapshot, names)
         free = snapshot.free[[m.index for m in up]][:, col] if up else cap
         with np.errstate(divide="ignore", invalid="ignore"):
             share = np.where(cap > 0, free / cap, 1.0)
@@ -272,6 +270,12 @@ class Ras(Policy):
                     grants.append(Grant(job.id, int(result.reducers[j, i] + pinned[i]),
                                         ph.reduce.name, frozenset((up[i].id,))))
         return tuple(grants)
+
+
+def _up_rows(snapshot: ClusterSnapshot, names: tuple[str, ...]) -> np.ndarray:
+    """The up machines' declared capacities over ``names``, in machine order (a new array)."""
+    rows = [i for i, m in enumerate(snapshot.machines) if m.up]
+    return snapshot.capacity_matrix(names)[rows]
 
 
 def _vector(amounts: Any, names: tuple[str, ...]) -> np.ndarray:
