@@ -485,3 +485,20 @@ def test_the_command_exits_0_on_help_and_on_success(capsys: pytest.CaptureFixtur
     main(["--help"])  # returns: no SystemExit on success
     main(["policies"])
     assert "fifo" in capsys.readouterr().out
+
+
+def test_option_names_a_user_can_guess(tmp_path: Path) -> None:
+    """``--workers`` is ``--jobs``; ``--timeout`` and ``--max-wall`` are one option for
+    ``simulate``, ``compare`` and ``run`` (issue 47): each spelling gives the same outputs."""
+    for i, names in enumerate((["--jobs", "1", "--max-wall", "600"],
+                               ["--workers", "1", "--timeout", "600"])):
+        res = invoke("compare", SMALL, "--policies", "fifo", *names,
+                     "--out", str(tmp_path / str(i)))
+        assert res.exit_code == 0, res.output
+    assert ((tmp_path / "0" / "fifo" / "jobs.csv").read_bytes()
+            == (tmp_path / "1" / "fifo" / "jobs.csv").read_bytes())
+    res = invoke("simulate", SMALL, "--policy", "fifo", "--timeout", "0")
+    assert_clean_error(res, "--max-wall must be a positive number of seconds")
+    for command in ("run", "simulate", "compare"):
+        assert "--timeout" in invoke(command, "--help").output
+        assert "--max-wall" in invoke(command, "--help").output

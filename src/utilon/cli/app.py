@@ -106,9 +106,9 @@ CapacityOpt = Annotated[Path | None, typer.Option(
 
 
 MaxWallOpt = Annotated[float | None, typer.Option(
-    "--max-wall", help="stop a simulation after this many seconds of wall-clock time; it then "
-    "counts its unfinished jobs as missed and says so (its results depend on the machine's "
-    "speed)", show_default=False)]
+    "--max-wall", "--timeout", help="stop a simulation after this many seconds of wall-clock "
+    "time; it then counts its unfinished jobs as missed and says so (its results depend on the "
+    "machine's speed; --timeout is the same option)", show_default=False)]
 
 
 ReportOpt = Annotated[bool, typer.Option(
@@ -348,7 +348,8 @@ def run(
                                                     "KEY=VALUE (repeatable)")] = None,
     capacity: CapacityOpt = None,
     timeout: Annotated[float | None, typer.Option(
-        "--timeout", help="stop after this many seconds of wall time")] = None,
+        "--max-wall", "--timeout", help="stop after this many seconds of wall-clock time "
+        "(--timeout is the same option)", show_default=False)] = None,
     report: ReportOpt = False,
 ) -> None:
     """Run a scenario's jobs for real (local worker processes or Ray) under one policy."""

@@ -71,8 +71,9 @@ ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)"
                                              show_default=False)]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="override the scenario's seed")]
 JobsOpt = Annotated[int | None, typer.Option(
-    "--jobs", "-j", help="simulations run at once in local processes (default: one per core; "
-    "1 = one after another in this process)", show_default=False)]
+    "--jobs", "--workers", "-j", help="simulations run at once in local processes (default: one "
+    "per core; 1 = one after another in this process; --workers is the same option)",
+    show_default=False)]
 RayAddressOpt = Annotated[str | None, typer.Option(
     "--ray-address", help="run the simulations as tasks on this Ray cluster instead "
     "(`local` starts one here; every node needs utilon installed)", show_default=False)]
