@@ -243,3 +243,27 @@ def test_bug_summary_is_strict_json_when_the_deadline_is_the_submit_time(tmp_pat
     run_policy(w, "fifo", out_dir=tmp_path / "o")
     text = (tmp_path / "o" / "summary.json").read_text(encoding="utf-8")
     json.loads(text, parse_constant=_reject_constant)
+
+
+def test_work_still_running_at_the_horizon_is_busy_and_paid_for(tmp_path: Path) -> None:
+    """Issue 47: one 1-slot machine at 3600/h, one 10 s task, horizon 5: the slot was busy the
+    whole 5 s (utilisation 1, not 0) and those 5 s cost 5, in the summary and in jobs.csv."""
+    from typer.testing import CliRunner
+
+    from utilon.cli import app
+
+    doc = {"name": "h", "seed": 1, "simulation": {"horizon": 5},
+           "cluster": {"machines": [{"id": "m", "capacity": {"slots": 1}, "price": 3600}]},
+           "workload": {"jobs": [{"id": "j", "submit": 0, "utility": {"kind": "deadline",
+                                                                      "deadline": 20},
+                                  "stages": [{"name": "map", "tasks": 1, "duration": 10}]}]}}
+    (tmp_path / "h.yaml").write_text(json.dumps(doc), encoding="utf-8")
+    res = CliRunner().invoke(app, ["simulate", str(tmp_path / "h.yaml"), "-p", "fifo",
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["unfinished"] == 1
+    assert s["utilisation"] == pytest.approx(1.0)
+    assert s["cost"] == pytest.approx(5.0)
+    with (tmp_path / "o" / "jobs.csv").open() as f:
+        assert float(next(csv.DictReader(f))["cost"]) == pytest.approx(5.0)

@@ -16,9 +16,11 @@ Definitions (also in docs/outputs.md):
   whose submission lies beyond a run's horizon are listed too, unfinished, and counted as
   ``unsubmitted``; ``unfinished`` counts every job that did not finish.
 * ``cost``: machine price per hour x attempt time x the task's dominant share of the machine,
-  summed over every attempt (killed and lost work is paid for too).
+  summed over every attempt (killed and lost work is paid for too, and so is work still running
+  when the run stops: up to the end of the run).
 * ``utilisation``: declared busy resource-seconds of the slot resource over the up capacity
-  integrated from t=0 to the end of the run.
+  integrated from t=0 to the end of the run, counting attempts still running at the end up to
+  it (a run stopped by its horizon or ``--max-wall`` kept those machines busy).
 * ``servers``: machines that were up at some point of the run.
 
 Everything except the ``timing`` key is a pure function of the scenario, the seed and the
@@ -72,12 +74,42 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
     rows = []
     end = result.end_time
     seen = result.core.jobs
+    _, running_cost = in_flight(result.core, end)
     records: list[tuple[Job, float | None, float | None, float]] = [
-        (jr.job, jr.start, jr.finish, jr.cost) for jr in seen.values()]
+        (jr.job, jr.start, jr.finish, jr.cost + running_cost.get(jr.id, 0.0))
+        for jr in seen.values()]
     records += [(j, None, None, 0.0) for j in jobs if j.id not in seen]
     for job, start, finish, cost in records:
         rows.append(job_row(job, start, finish, cost, end))
     return rows
+
+
+def attempt_cost(demand: Sequence[float], capacity: Sequence[float], price: float,
+                 seconds: float) -> float:
+    """What an attempt costs: the machine's price per hour x its time x the task's dominant
+    share of the machine (the core charges each ended attempt the same way)."""
+    share = max((x / c for x, c in zip(demand, capacity, strict=True) if c > 0), default=0.0)
+    return seconds * price / 3600.0 * share
+
+
+def in_flight(core: SchedulerCore, end: float) -> tuple[list[float], dict[str, float]]:
+    """Declared busy resource-seconds (per resource) and cost (per job) of the attempts still
+    running at ``end``, from their start to ``end``: the core books an attempt when it ends, so
+    a run stopped by its horizon or a wall-clock limit would otherwise leave them out."""
+    busy = [0.0] * len(core.names)
+    cost: dict[str, float] = {}
+    for jr in core.jobs.values():
+        for ref, (mi, start, _) in jr.running.items():
+            dt = end - start
+            if dt <= 0:
+                continue
+            v = jr.stages[ref[1]].vectors[ref[2]]
+            for r, x in enumerate(v):
+                busy[r] += x * dt
+            m = core.machines[mi]
+            if m.price:
+                cost[jr.id] = cost.get(jr.id, 0.0) + attempt_cost(v, m.base, m.price, dt)
+    return busy, cost
 
 
 def job_row(job: Job, start: float | None, finish: float | None, cost: float,
@@ -135,8 +167,9 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     slot = core.slot_resource
     si = core.names.index(slot)
     cap_int = core.capacity_integral(end)
-    util_by = {n: _r(b / c) if c > 0 else 0.0
-               for n, b, c in zip(core.names, core.busy, cap_int, strict=True)}
+    running_busy, _ = in_flight(core, end)
+    util_by = {n: _r((b + rb) / c) if c > 0 else 0.0
+               for n, b, rb, c in zip(core.names, core.busy, running_busy, cap_int, strict=True)}
     cluster = workload.cluster
     up = {m.id for m in cluster.machines if m.id not in cluster.initially_down}
     up |= {c.machine for c in cluster.timeline
