@@ -999,11 +999,6 @@ def test_cli_run_bad_capacity_event(tmp_path: Path) -> None:
                        "missing.yaml", "file not found")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (scenario/load.py load_workload -> build_workload(source=path) -> "
-    "scenario/build.py build_cluster): events of a --capacity file are checked for unknown "
-    "machines and join/leave order with the *scenario* file as `where`, so the one-line error "
-    "blames `<scenario>: cluster.capacity[0]...` and never names the capacity file"))
 @pytest.mark.parametrize("event", [
     {"at": 1, "action": "leave", "machines": ["nope-9"]},
     {"at": 1, "action": "join", "machines": ["local-0"]},

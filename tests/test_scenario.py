@@ -595,3 +595,35 @@ def test_bug_join_of_a_machine_that_is_up_is_rejected_when_loading(tmp_path: Pat
     with pytest.raises(ScenarioError) as ei:
         load_workload(p)
     assert "cluster.capacity[0]" in ei.value.one_line()
+
+
+def test_a_capacity_file_that_removes_most_of_the_cluster_warns(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 47: `--capacity solar.yaml` on a large scenario swapped 246 machines for 40 without
+    a word; a capacity file that never has half the scenario's slots up now says so."""
+    import logging
+
+    from utilon.scenario import load_workload
+
+    scen = tmp_path / "s.yaml"
+    scen.write_text(yaml.safe_dump({
+        "name": "big", "seed": 1,
+        "cluster": {"machines": [{"id": "m", "count": 10, "capacity": {"slots": 4}}]},
+        "workload": {"jobs": [{"id": "j", "submit": 0, "stages": [
+            {"name": "map", "tasks": 2, "duration": 5}]}]}}), encoding="utf-8")
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump({"machines": [
+        {"id": "s", "count": 4, "capacity": {"slots": 4}, "down": True}],
+        "capacity": [{"at": 10, "action": "join", "machines": ["s-0", "s-1", "s-2"]},
+                     {"at": 20, "action": "leave", "machines": ["s-0"]},
+                     {"at": 30, "action": "join", "machines": ["s-3"]}]}), encoding="utf-8")
+    events = tmp_path / "events.yaml"
+    events.write_text(yaml.safe_dump([{"at": 5, "action": "leave", "machines": ["m-0"]}]),
+                      encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="utilon.scenario.load"):
+        load_workload(scen, capacity=events)
+        assert not caplog.records  # 9 of 10 machines stay: nothing to say
+        load_workload(scen, capacity=small)
+    (rec,) = caplog.records
+    assert str(small) in rec.getMessage() and "at most 30% of the scenario's slots (12 of 40)" \
+        in rec.getMessage()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,10 +20,12 @@ from utilon.cloud.scenario import (
     parse_cloud_scenario,
 )
 from utilon.errors import ScenarioError
-from utilon.scenario.build import Workload, build_workload
+from utilon.model.cluster import CapacityAction, Cluster
+from utilon.scenario.build import Workload, build_cluster, build_workload
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
 
 M = TypeVar("M", bound=BaseModel)
+_log = logging.getLogger(__name__)
 
 # libyaml's loader when available: an imported full-day trace is megabytes of YAML.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -262,8 +265,57 @@ def load_workload(path: str | Path, *, seed: int | None = None,
     """Read, validate and build a scenario file (with an optional capacity timeline file)."""
     spec = read_scenario(path)
     if capacity is not None:
-        spec = with_capacity_file(spec, capacity)
+        spec = _with_checked_capacity(spec, Path(path), capacity)
     return _build(spec, seed, Path(path))
+
+
+def _with_checked_capacity(spec: ScenarioSpec, path: Path, capacity: str | Path) -> ScenarioSpec:
+    """``with_capacity_file``, with the events checked against the scenario's machines here, so
+    that an unknown machine or a join of a machine already up names the capacity file, not the
+    scenario (the scenario's own machines are checked first, and blamed on it)."""
+    with _last_defence(path, "docs/scenario.md"):
+        before = build_cluster(spec.cluster, f"{path}: ")
+    spec = with_capacity_file(spec, capacity)
+    with _last_defence(Path(capacity), "docs/scenario.md#capacity-timeline"):
+        after = build_cluster(spec.cluster, f"{capacity}: ")
+    was, peak, res = _peak_up(before), _peak_up(after), _common_resource(before, after)
+    if res and was.get(res, 0.0) > 0 and peak.get(res, 0.0) < SMALL_CAPACITY * was[res]:
+        _log.warning("%s: at most %.0f%% of the scenario's %s (%g of %g) is ever up under this "
+                     "capacity file, so most jobs may miss; the workload was sized for the "
+                     "scenario's cluster (scale the file with `trace import solar --machines`)",
+                     capacity, 100 * peak[res] / was[res], res, peak[res], was[res])
+    return spec
+
+
+#: a capacity file that never brings up this share of the scenario's capacity gets a warning
+SMALL_CAPACITY = 0.5
+
+
+def _common_resource(*clusters: Cluster) -> str:
+    names = set.intersection(*(set(c.resource_names) for c in clusters))
+    return next((r for r in ("slots", "cpu") if r in names), min(names, default=""))
+
+
+def _peak_up(cl: Cluster) -> dict[str, float]:
+    """Per resource, the largest declared capacity up at once over the timeline (scaling
+    ignored: it changes speed, not what is there)."""
+    caps = {m.id: m.capacity for m in cl.machines}
+    up = {m.id for m in cl.machines} - set(cl.initially_down)
+    now: dict[str, float] = {}
+    for mid in up:
+        for r, x in caps[mid].items:
+            now[r] = now.get(r, 0.0) + x
+    peak = dict(now)
+    for ch in sorted(cl.timeline, key=lambda c: c.time):
+        sign = (1.0 if ch.action is CapacityAction.JOIN and ch.machine not in up
+                else -1.0 if ch.action is CapacityAction.LEAVE and ch.machine in up else 0.0)
+        if not sign:
+            continue
+        (up.add if sign > 0 else up.discard)(ch.machine)
+        for r, x in caps[ch.machine].items:
+            now[r] = now.get(r, 0.0) + sign * x
+            peak[r] = max(peak.get(r, 0.0), now[r])
+    return peak
 
 
 def _build(spec: ScenarioSpec, seed: int | None, path: Path) -> Workload:
@@ -291,7 +343,7 @@ def load_scenario(path: str | Path, *, seed: int | None = None,
     if not is_cloud(data):
         spec = parse_scenario(data, str(p))
         if capacity is not None:
-            spec = with_capacity_file(spec, capacity)
+            spec = _with_checked_capacity(spec, p, capacity)
         return _build(spec, seed, p)
     if capacity is not None:
         raise ScenarioError("--capacity replaces a slot cluster's timeline; a cloud scenario "
