@@ -821,3 +821,21 @@ def test_a_cancelled_job_stops_and_its_capacity_goes_to_the_others(policy: str) 
     assert sum(1 for m in core.machines for r in core.tasks_on(m.index) if r[0] == "a") == 0
     # a cancel of a job that is over, or unknown, changes nothing
     assert step(core, 2.0, JobCancelled("a")) == [] and step(core, 2.0, JobCancelled("x")) == []
+
+
+def test_simultaneous_completions_offer_machines_in_event_order() -> None:
+    """Two machines free at t = 4: m1 (its task was started first, so its completion is
+    handled first) gets the waiting task, not the lower-numbered m0 — the placement rule as
+    docs/architecture.md states it (issue 47's reproducer)."""
+    from builders import run
+
+    one, two = Resources(slots=1, cpu=1, mem=1), Resources(slots=2, cpu=2, mem=2)
+    cl = make_cluster(2, slots=2, cpu=2, mem=2)
+    jobs = [single_stage_job("A", [(d, one) for d in (1, 10, 4, 12)], 0),
+            single_stage_job("B", [(d, one) for d in (3, 20)], 1),
+            single_stage_job("D", [(5, two)], 2)]
+    placed = {(a.task.job, a.task.index): (a.machine, a.start, a.end)
+              for a in run(cl, jobs, "fifo").core.attempts}
+    assert placed["A", 2] == ("m1", 0.0, 4.0) and placed["B", 0] == ("m0", 1.0, 4.0)
+    assert placed["B", 1] == ("m1", 4.0, 24.0)  # m0 was free at 4.0 as well
+    assert placed["D", 0] == ("m0", 10.0, 15.0)
