@@ -502,3 +502,36 @@ def test_option_names_a_user_can_guess(tmp_path: Path) -> None:
     for command in ("run", "simulate", "compare"):
         assert "--timeout" in invoke(command, "--help").output
         assert "--max-wall" in invoke(command, "--help").output
+
+
+@pytest.mark.parametrize("deadline", [5, "0.5x"])
+def test_an_impossible_deadline_is_refused_unless_accepted(tmp_path: Path,
+                                                           deadline: Any) -> None:
+    """Issue 47: a deadline before the job's critical path (map 60 s then reduce 30 s = 90 s)
+    is one line and exit 2 in validate and simulate; `admission: accept` runs it and counts
+    it in the summary."""
+    doc: dict[str, Any] = {
+        "name": "imp", "seed": 1,
+        "cluster": {"machines": [{"id": "m", "count": 2, "capacity": {"slots": 4}}]},
+        "workload": {"jobs": [
+            {"id": "ok", "submit": 0, "utility": {"kind": "deadline", "deadline": "2x"},
+             "stages": [{"name": "map", "tasks": 2, "duration": 10}]},
+            {"id": "late", "submit": 3, "utility": {"kind": "deadline", "deadline": deadline},
+             "stages": [{"name": "map", "tasks": 4, "duration": 60},
+                        {"name": "reduce", "tasks": 1, "duration": 30}]}]}}
+    p = tmp_path / "imp.yaml"
+    p.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    for argv in (["validate", str(p)], ["simulate", str(p), "-p", "fifo", "--out",
+                                        str(tmp_path / "o")]):
+        line = assert_clean_error(invoke(*argv), str(p), "'late'", "needs at least 90 s",
+                                  "admission: accept")
+        assert "'ok'" not in line
+    assert not (tmp_path / "o").exists()
+    p.write_text(yaml.safe_dump({**doc, "admission": "accept"}), encoding="utf-8")
+    res = invoke("validate", str(p))
+    assert res.exit_code == 0 and "1 job(s) with a goal no schedule can meet" in res.stdout
+    res = invoke("simulate", str(p), "-p", "fifo", "--out", str(tmp_path / "o"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["impossible_goals"] == 1 and summary["misses"] >= 1
+    assert "goal no schedule can meet" in res.stderr

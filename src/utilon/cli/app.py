@@ -68,6 +68,7 @@ from utilon.runner import (
     run_policy,
 )
 from utilon.scenario import load_scenario, load_workload, scenario_json_schema
+from utilon.scenario.admission import check_admission
 from utilon.scenario.build import Workload
 
 app = typer.Typer(
@@ -171,6 +172,7 @@ def simulate(
                 _write_report([target], target / "report.html")
             return
         policy_class(name)
+        check_admission(workload, f"{scenario}: workload")
         with _progress() as prog:
             task = prog.add_task(name, total=len(workload.jobs))
             res = run_policy(workload, name, _parse_params(param), out_dir=target,
@@ -213,6 +215,7 @@ def compare(
             _compare_cloud(loaded, policies, target, jobs, ray_address, report)
             return
         workload: Workload = loaded
+        check_admission(workload, f"{scenario}: workload")
         names = resolve_policies(policies)
         if not names:
             raise UtilonError("no policies given", where="--policies",
@@ -325,6 +328,9 @@ def _warn(s: dict[str, Any]) -> None:
                   "finish, each counted as missed and charged a penalty", soft_wrap=True)
     for w in s["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
+    if s.get("impossible_goals"):
+        err.print(f"[yellow]warning:[/] {s['policy']}: {s['impossible_goals']} job(s) have a "
+                  "goal no schedule can meet (admission: accept); they count as misses")
 
 
 # ---------------------------------------------------------------------------------- run
@@ -364,6 +370,7 @@ def run(
             raise UtilonError("no policy given", where=str(scenario),
                               fix="pass --policy NAME or set policy: in the scenario")
         policy_class(name)
+        check_admission(workload, f"{scenario}: workload")
         target = out_dir or _default_out(workload.name) / f"{name}-{backend}"
         err.print(f"preparing inputs of {len(workload.plans)} real job(s) in {target}/jobs")
         be = make_backend(backend, ray_address=ray_address, ray_cpus=ray_cpus)
@@ -490,10 +497,14 @@ def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
                                    **spec.policy.params}, where=f"{scenario}: policy"))
         for policy in policies:  # a job the scenario's own policies could never run
             check_workload(workload.cluster, workload.jobs, policy, where=where)
+        accepted = check_admission(workload, where)
         tasks = sum(j.n_tasks for j in workload.jobs)
         out.print(f"ok: {scenario}: scenario {workload.name!r}, "
                   f"{len(workload.cluster.machines)} machines, {len(workload.cluster.timeline)} "
-                  f"capacity changes, {len(workload.jobs)} jobs, {tasks} tasks")
+                  f"capacity changes, {len(workload.jobs)} jobs, {tasks} tasks"
+                  + (f"; {len(accepted)} job(s) with a goal no schedule can meet, accepted "
+                     f"(admission: accept), e.g. {accepted[0].job!r} needs "
+                     f"{accepted[0].needs:g} s, has {accepted[0].allowed:g} s" if accepted else ""))
 
 
 # ---------------------------------------------------------------------------------- schema

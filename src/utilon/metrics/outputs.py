@@ -43,6 +43,7 @@ from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
 from utilon.model.utility import SoftHard
+from utilon.scenario.admission import impossible_goals
 from utilon.scenario.build import Workload
 
 
@@ -182,6 +183,10 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
         extra["hard_misses"] = sum(
             1 for r in rows if r["id"] in hard
             and (r["finish"] is None or r["finish"] > hard[r["id"]] + 1e-9))
+    if workload.spec.admission == "accept":  # refused otherwise, before the run
+        impossible = len(impossible_goals(workload))
+        if impossible:
+            extra["impossible_goals"] = impossible
     report = policy.report()
     if report:
         extra["policy_report"] = report

@@ -315,3 +315,8 @@ class ScenarioSpec(_Strict):
         "every run copies it into provenance.json")
     simulation: SimulationSpec = Field(
         default_factory=lambda: SimulationSpec(horizon=None, estimates="declared"))
+    admission: Literal["refuse", "accept"] = Field(
+        "refuse", description="a job whose goal comes before it could finish even alone on the "
+        "whole cluster: `refuse` (the default) makes `validate`, `simulate`, `compare` and `run` "
+        "stop with one line naming it; `accept` runs it and counts it in the summary "
+        "(`impossible_goals`)")
