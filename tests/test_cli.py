@@ -22,7 +22,8 @@ POLICIES = ["alsched", "cora", "cora-ct", "cora-lp", "edf-n", "edf-p", "fair", "
             "fifo", "ras", "rds", "rrh"]
 HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
 SUMMARY_KEYS = [
-    "scenario", "policy", "params", "seed", "jobs", "finished", "unfinished", "unsubmitted",
+    "scenario", "scenario_digest", "policy", "params", "seed", "jobs", "finished", "unfinished",
+    "unsubmitted",
     "utility_min",
     "utility_sum",
     "utility_mean", "misses", "miss_rate", "penalty", "hard_misses", "makespan",

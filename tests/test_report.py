@@ -264,3 +264,38 @@ def test_report_of_a_large_run_stays_under_the_size_limit(tmp_path: Path) -> Non
     assert json.loads((tmp_path / "fair" / "summary.json").read_text())["timeline"] == \
         out.summary["timeline"]
     assert make_policy("fair").name == "fair"
+
+
+def test_report_refuses_runs_of_different_scenarios_unless_allowed(tmp_path: Path) -> None:
+    """Issue 47: two imports of one trace share a name; their runs have different digests, go
+    to different default folders, and one report over both is refused unless --allow-mixed."""
+    import os
+
+    import yaml
+
+    base = yaml.safe_load((EXAMPLES / "small-mapreduce.yaml").read_text())
+    other = {**base, "cluster": {**base["cluster"],
+                                 "machines": [{**base["cluster"]["machines"][0], "count": 1}]}}
+    paths = []
+    for i, doc in enumerate((base, other)):
+        paths.append(tmp_path / f"s{i}.yaml")
+        paths[-1].write_text(yaml.safe_dump(doc), encoding="utf-8")
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for p in paths:
+            res = runner.invoke(app, ["simulate", str(p), "-p", "fifo"])
+            assert res.exit_code == 0, res.output
+    finally:
+        os.chdir(cwd)
+    dirs = sorted((tmp_path / "runs").iterdir())
+    assert len(dirs) == 2 and all(d.name.startswith(base["name"] + "-") for d in dirs)
+    runs = [str(d / "fifo") for d in dirs]
+    res = runner.invoke(app, ["report", *runs, "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and "2 different scenarios" in res.stderr
+    assert "--allow-mixed" in res.stderr and not (tmp_path / "r.html").exists()
+    res = runner.invoke(app, ["report", *runs, "--out", str(tmp_path / "r.html"),
+                              "--allow-mixed"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "r.html").exists()

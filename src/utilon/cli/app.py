@@ -70,6 +70,7 @@ from utilon.runner import (
 from utilon.scenario import load_scenario, load_workload, scenario_json_schema
 from utilon.scenario.admission import check_admission
 from utilon.scenario.build import Workload
+from utilon.scenario.digest import scenario_digest
 
 app = typer.Typer(
     name="utilon",
@@ -123,15 +124,18 @@ def _check_max_wall(seconds: float | None) -> None:
                           where="--max-wall", fix="e.g. --max-wall 300, or omit it")
 
 
-def _default_out(name: str) -> Path:
-    return Path("runs") / name
+def _default_out(workload: Workload | CloudWorkload) -> Path:
+    """``runs/<name>-<digest>``: imports of different hours of one trace share a name, and
+    their runs must not land in (and be reported from) one folder."""
+    return Path("runs") / f"{workload.name}-{scenario_digest(workload.spec)}"
 
 
-def _write_report(dirs: Sequence[Path], out_file: Path, title: str = "") -> None:
+def _write_report(dirs: Sequence[Path], out_file: Path, title: str = "",
+                  allow_mixed: bool = False) -> None:
     from utilon.report import build_report  # matplotlib: only loaded when a report is asked
 
     with err.status("drawing the report", spinner="dots"):
-        rep = build_report(dirs, out_file, title=title)
+        rep = build_report(dirs, out_file, title=title, allow_mixed=allow_mixed)
     size = rep.html.stat().st_size
     out.print(f"report: {rep.html} ({size / 1e6:.1f} MB) and {len(rep.pngs)} PNG figures "
               f"next to it")
@@ -164,7 +168,7 @@ def simulate(
             raise UtilonError("no policy given", where=str(scenario),
                               fix="pass --policy NAME or set policy: in the scenario")
         _check_max_wall(max_wall)
-        target = out_dir or _default_out(workload.name) / name
+        target = out_dir or _default_out(workload) / name
         if isinstance(workload, CloudWorkload):
             refuse_slot_options(workload, **{"--validate": validate, "--max-wall": max_wall})
             simulate_cloud(workload, name, _parse_params(param), target)
@@ -209,7 +213,7 @@ def compare(
         check_jobs(jobs)
         _check_max_wall(max_wall)
         loaded = load_scenario(scenario, seed=seed, capacity=capacity)
-        target = out_dir or _default_out(loaded.name)
+        target = out_dir or _default_out(loaded)
         if isinstance(loaded, CloudWorkload):
             refuse_slot_options(loaded, **{"--max-wall": max_wall})
             _compare_cloud(loaded, policies, target, jobs, ray_address, report)
@@ -236,8 +240,8 @@ def compare(
         for r in results:
             _warn(r)
         out.print(f"outputs: {target}/<policy>/ and {target}/comparison.csv")
-        if report:
-            _write_report([target], target / "report.html")
+        if report:  # this comparison's runs only, not what an older one left in the folder
+            _write_report([target / n for n in names], target / "report.html")
 
 
 def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: int | None,
@@ -261,7 +265,7 @@ def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: i
                                    f"(dedicated: its own), seed {workload.seed}"))
     out.print(f"outputs: {target}/<service>/ and {target}/comparison.csv")
     if report:
-        _write_report([target], target / "report.html")
+        _write_report([target / n for n in names], target / "report.html")
 
 
 _SLOT_COLUMNS = ("policy", "utility_min", "utility_sum", "utility_mean", "misses", "miss_rate",
@@ -371,7 +375,7 @@ def run(
                               fix="pass --policy NAME or set policy: in the scenario")
         policy_class(name)
         check_admission(workload, f"{scenario}: workload")
-        target = out_dir or _default_out(workload.name) / f"{name}-{backend}"
+        target = out_dir or _default_out(workload) / f"{name}-{backend}"
         err.print(f"preparing inputs of {len(workload.plans)} real job(s) in {target}/jobs")
         be = make_backend(backend, ray_address=ray_address, ray_cpus=ray_cpus)
         with _LiveView(name, backend) as view:
@@ -447,6 +451,9 @@ def report_cmd(
         "--out", help="HTML file to write (default: RUN_DIR/report.html for one directory, "
         "./report.html for several); PNGs are written next to it")] = None,
     title: Annotated[str, typer.Option("--title", help="report title")] = "",
+    allow_mixed: Annotated[bool, typer.Option(
+        "--allow-mixed", help="put runs of different scenarios side by side (refused "
+        "otherwise: their numbers are not comparable)")] = False,
 ) -> None:
     """Draw a self-contained HTML report (and PNG figures) of one or more runs."""
     with _errors():
@@ -455,7 +462,7 @@ def report_cmd(
         if target.suffix.lower() not in (".html", ".htm"):
             raise UtilonError("the report is an HTML file", where=f"--out {target}",
                               fix="give a name ending in .html")
-        _write_report(run_dirs, target, title)
+        _write_report(run_dirs, target, title, allow_mixed)
 
 
 # ---------------------------------------------------------------------------------- policies

@@ -35,6 +35,7 @@ from utilon.cloud.policy import CloudPolicy
 from utilon.cloud.scenario import CloudWorkload
 from utilon.cloud.sim import CloudResult
 from utilon.metrics.outputs import JOB_COLUMNS, write_jobs_csv, write_summary
+from utilon.scenario.digest import scenario_digest
 
 CLOUD_COLUMNS = ("customer", "kind", "size_mb", "vm_type", "vms", "per_job_cluster", "t_run",
                  "actual", "dropped")
@@ -99,6 +100,7 @@ def cloud_summary(res: CloudResult, workload: CloudWorkload, policy: CloudPolicy
     report = policy.report()
     return {
         "scenario": workload.name,
+        "scenario_digest": scenario_digest(workload.spec),
         "world": "cloud",
         "policy": policy.name,
         "params": dict(sorted(policy.params().items())),

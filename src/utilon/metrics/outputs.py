@@ -45,6 +45,7 @@ from utilon.model.job import Job
 from utilon.model.utility import SoftHard
 from utilon.scenario.admission import impossible_goals
 from utilon.scenario.build import Workload
+from utilon.scenario.digest import scenario_digest
 
 
 class RunRecord(Protocol):
@@ -195,6 +196,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     solver_ms = [s * 1000.0 for s in st.solver_seconds]
     return {
         "scenario": workload.name,
+        "scenario_digest": scenario_digest(workload.spec),
         "policy": policy.name,
         "params": {k: v for k, v in sorted(policy.params().items())},
         "seed": workload.seed,

@@ -161,6 +161,22 @@ def _json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _refuse_mixed(runs: list[RunData]) -> None:
+    """Runs of different scenarios side by side compare numbers that mean different things
+    (a 7 am compare beside a 6 am one of the same trace file shares the scenario's name)."""
+    by: dict[tuple[str, str], list[RunData]] = {}
+    for r in runs:  # runs from before digests were recorded are told apart by name only
+        key = (r.scenario, str(r.summary.get("scenario_digest", "")))
+        by.setdefault(key, []).append(r)
+    if len(by) > 1:
+        kinds = "; ".join(f"{name}{'@' + dig if dig else ''}: "
+                          + ", ".join(str(r.path) for r in rs[:3])
+                          + (f" and {len(rs) - 3} more" if len(rs) > 3 else "")
+                          for (name, dig), rs in by.items())
+        raise ReportError(f"the runs are of {len(by)} different scenarios ({kinds})",
+                          fix="report runs of one scenario, or pass --allow-mixed")
+
+
 def load_run(path: Path, label: str | None = None) -> RunData:
     """One run directory (``summary.json`` + ``jobs.csv`` at least)."""
     for name in ("summary.json", "jobs.csv"):
@@ -199,13 +215,16 @@ def run_dirs(path: Path) -> list[Path]:
     return sorted(subs, key=lambda p: (rank.get(p.name, len(rank)), p.name))
 
 
-def load_runs(paths: Iterable[Path]) -> list[RunData]:
+def load_runs(paths: Iterable[Path], *, allow_mixed: bool = True) -> list[RunData]:
     """Every run under ``paths``; labels are the policy names, made unique with the scenario
-    (or the directory) when two runs share a policy."""
+    (or the directory) when two runs share a policy.  With ``allow_mixed=False``, runs of
+    different scenarios (``scenario_digest`` in their summaries) are an error."""
     dirs = [d for p in paths for d in run_dirs(Path(p))]
     if not dirs:
         raise ReportError("no run directory given", fix="utilon report RUN_DIR...")
     runs = [load_run(d) for d in dirs]
+    if not allow_mixed:
+        _refuse_mixed(runs)
     labels = [r.policy for r in runs]
     if len(set(labels)) < len(labels):
         scen = [f"{r.scenario}/{r.policy}" for r in runs]

@@ -159,10 +159,11 @@ def figures_for(runs: Sequence[RunData]) -> list[tuple[str, str, str, Callable[[
     return out
 
 
-def build_report(run_dirs: Sequence[Path], out: Path, *, title: str = "") -> Report:
+def build_report(run_dirs: Sequence[Path], out: Path, *, title: str = "",
+                 allow_mixed: bool = False) -> Report:
     """Read the runs, write ``out`` (HTML) and one ``<stem>-<figure>.png`` per figure next to
-    it; return their paths."""
-    runs = load_runs(run_dirs)
+    it; return their paths.  Runs of different scenarios are refused unless ``allow_mixed``."""
+    runs = load_runs(run_dirs, allow_mixed=allow_mixed)
     return write_report(runs, out, title=title)
 
 
