@@ -19,6 +19,7 @@ from utilon.scenario import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 FB = ROOT / "examples" / "facebook-mix.yaml"
+SMALL_GEN = ROOT / "examples" / "multi-resource.yaml"  # 40 generated jobs: seeds differ
 runner = CliRunner()
 
 
@@ -110,8 +111,9 @@ def test_plan_command_writes_table_json_and_plot(tmp_path: Path) -> None:
                               "--min", "45", "--jobs", "1", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
-    assert doc["answer"] is not None and f"smallest cluster: {doc['answer']} machines" in (
-        res.stdout)
+    assert doc["answer"] is not None and (
+        f"smallest cluster on every seed: {doc['answer']} machines" in res.stdout)
+    assert "1 seed (" in res.stdout and doc["seeds"] == [doc["per_seed"][0]["seed"]]
     assert (tmp_path / "plan.png").stat().st_size > 10_000
     assert set(doc["timing"]) == {str(p["machines"]) for p in doc["points"]}
     assert all(not math.isnan(p["value"]) for p in doc["points"] if p["value"] is not None)
@@ -136,3 +138,24 @@ def test_a_cluster_that_changes_over_time_is_refused(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "capacity-changes.yaml: cluster: the cluster's capacity changes over time" in (
         res.stderr)
+
+
+def test_plan_over_seeds_answers_for_every_seed(tmp_path: Path) -> None:
+    """Issue 47: one draw's answer is not a plan.  With --seeds 3 the answer is the largest of
+    the per-seed answers (each checked: the target holds there on its seed, and fails one
+    machine below), the output says how many seeds were used, and plan.json lists each."""
+    res = runner.invoke(app, ["plan", str(SMALL_GEN), "-p", "fifo", "-t", "misses<=0",
+                              "--seeds", "3", "--seed", "5", "--jobs", "1",
+                              "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp_path / "plan.json").read_text(encoding="utf-8"))
+    assert doc["seeds"] == [5, 6, 7] and [s["seed"] for s in doc["per_seed"]] == [5, 6, 7]
+    answers = [s["answer"] for s in doc["per_seed"]]
+    assert None not in answers and doc["answer"] == max(answers)
+    for s in doc["per_seed"]:
+        holds = {p["machines"]: p["holds"] for p in s["points"]}
+        assert holds[s["answer"]] and holds.get(s["answer"] - 1, False) is False
+    assert "3 seeds (5–7)" in res.stdout
+    assert f"smallest cluster on every seed: {doc['answer']} machines" in res.stdout
+    assert runner.invoke(app, ["plan", str(SMALL_GEN), "-p", "fifo", "-t", "misses<=0",
+                               "--seeds", "0"]).exit_code == 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,6 +14,7 @@ from rich.table import Table
 from utilon.cli.common import JobsOpt, RayAddressOpt, ScenarioArg, SeedOpt, err, key_values, out
 from utilon.cli.common import errors as _errors
 from utilon.cloud.scenario import CloudWorkload
+from utilon.errors import UtilonError
 from utilon.parallel import check_jobs
 from utilon.plan import PlanResult, Point, parse_target, plan
 from utilon.policies import cloud_policy_class, policy_class
@@ -36,6 +38,10 @@ def plan_command(
     out_dir: Annotated[Path | None, typer.Option(
         "--out", help="where plan.json and plan.png go (default: runs/plan/<scenario>-<policy>)",
         show_default=False)] = None,
+    seeds: Annotated[int, typer.Option(
+        "--seeds", help="plan for this many workload draws (--seed or the scenario's seed, "
+        "then the next ones): the answer is the smallest size at which the target holds on "
+        "every one")] = 1,
     jobs: JobsOpt = None,
     ray_address: RayAddressOpt = None,
 ) -> None:
@@ -46,33 +52,53 @@ def plan_command(
         goal = parse_target(target)
         check_jobs(jobs)
         params = key_values(param, "--param", "k=4")
+        if seeds < 1:
+            raise UtilonError(f"--seeds must be at least 1, got {seeds}", where="--seeds",
+                              fix="e.g. --seeds 5, or omit it for one draw")
         workload = load_scenario(scenario, seed=seed)
         cloud = isinstance(workload, CloudWorkload)
         unit = "servers" if cloud else "machines"
         (cloud_policy_class if cloud else policy_class)(policy)
         target_dir = out_dir or Path("runs") / "plan" / f"{workload.name}-{policy}"
-        with err.status(f"planning {workload.name} under {policy}", spinner="dots") as status:
-            def seen(p: Point) -> None:
-                status.update(f"{p.machines} {unit}: {_value(p)} "
-                              f"({'holds' if p.holds else 'fails'})")
+        runs: list[tuple[int, PlanResult]] = []
+        for i in range(seeds):
+            if i:
+                workload = load_scenario(scenario, seed=runs[0][0] + i)
+            with err.status(f"planning {workload.name} under {policy} (seed {workload.seed}, "
+                            f"{i + 1} of {seeds})", spinner="dots") as status:
+                def seen(p: Point, status: Any = status, sd: int = workload.seed) -> None:
+                    status.update(f"seed {sd}: {p.machines} {unit}: {_value(p)} "
+                                  f"({'holds' if p.holds else 'fails'})")
 
-            res = plan(workload, policy, goal, params=params, lo=lo, hi=hi, jobs=jobs,
-                       ray_address=ray_address, on_point=seen)
-        out.print(_table(res, f"{workload.name}: {len(workload.jobs)} jobs under {policy}, "
-                              f"target {goal.text}", unit))
+                res = plan(workload, policy, goal, params=params, lo=lo, hi=hi, jobs=jobs,
+                           ray_address=ray_address, on_point=seen)
+            runs.append((workload.seed, res))
+            out.print(_table(res, f"{workload.name}: {len(workload.jobs)} jobs under {policy}, "
+                                  f"target {goal.text}, seed {workload.seed}", unit))
         target_dir.mkdir(parents=True, exist_ok=True)
-        _write(res, workload.name, target_dir, unit)
+        answer = _write(runs, workload.name, target_dir, unit)
+        res = runs[0][1]
         fleet = workload.servers if isinstance(workload, CloudWorkload) else None
         has = (f"the scenario has {res.scenario_machines}" if not cloud else
                f"the scenario has {fleet}" if fleet is not None else "the scenario sets none")
+        used = (f"{seeds} seeds ({runs[0][0]}–{runs[-1][0]})" if seeds > 1 else
+                f"1 seed ({runs[0][0]}; --seeds N checks N draws)")
+        answers = [r.answer for _, r in runs]
         if len(res.points) == 1 and res.limit == res.scenario_machines and cloud:
             out.print(f"{policy} sizes its own fleet: {res.limit} servers for these jobs; "
-                      f"the target {'holds' if res.answer else 'does not hold'} there")
-        elif res.answer is None:
-            out.print(f"the target does not hold on up to {res.limit} {unit} ({has})")
+                      f"the target {'holds' if res.answer else 'does not hold'} there "
+                      f"(seed {runs[0][0]})")
+        elif answer is None:
+            fails = [sd for sd, r in runs if r.answer is None]
+            out.print(f"the target does not hold on up to {res.limit} {unit} ({has}) on "
+                      f"seed(s) {', '.join(map(str, fails))}; {used}")
         else:
-            out.print(f"smallest {'fleet' if cloud else 'cluster'}: {res.answer} {unit} ({has});"
-                      f" {len(res.points)} sizes simulated")
+            spread = ("" if seeds == 1 else f"; per seed {min(a for a in answers if a)}–"
+                      f"{max(a for a in answers if a)}, median "
+                      f"{statistics.median(a for a in answers if a):g}")
+            out.print(f"smallest {'fleet' if cloud else 'cluster'} on every seed: {answer} "
+                      f"{unit} ({has}){spread}; {used}; "
+                      f"{sum(len(r.points) for _, r in runs)} sizes simulated")
         out.print(f"outputs: {target_dir}/plan.json, plan.png")
 
 
@@ -97,19 +123,33 @@ def _table(res: PlanResult, title: str, unit: str) -> Table:
     return t
 
 
-def _write(res: PlanResult, scenario: str, directory: Path, unit: str) -> None:
+def _write(runs: list[tuple[int, PlanResult]], scenario: str, directory: Path,
+           unit: str) -> int | None:
+    """plan.json (the first seed's search at the top level, as with one seed, and every
+    seed's under ``per_seed``) and plan.png (the first seed's); return the answer over all
+    seeds: the largest per-seed answer (the target is assumed to get no worse with size)."""
+    answers = [r.answer for _, r in runs]
+    answer = None if None in answers else max(a for a in answers if a is not None)
+
+    def points(res: PlanResult) -> list[dict[str, Any]]:
+        return [{"machines": p.machines, "per_group": list(p.counts),
+                 "value": None if math.isnan(p.value) or math.isinf(p.value) else p.value,
+                 "at_least": p.at_least, "holds": p.holds, "stopped_early": p.stopped}
+                for p in res.table()]
+
+    res = runs[0][1]
     doc = {"scenario": scenario, "policy": res.policy, "unit": unit, "target": res.target.text,
            "metric": res.target.metric, "quantile": res.target.quantile,
-           "scenario_machines": res.scenario_machines, "answer": res.answer,
-           "max_machines": res.limit,
-           "points": [{"machines": p.machines, "per_group": list(p.counts),
-                       "value": None if math.isnan(p.value) or math.isinf(p.value)
-                       else p.value, "at_least": p.at_least, "holds": p.holds,
-                       "stopped_early": p.stopped}
-                      for p in res.table()],
+           "scenario_machines": res.scenario_machines, "answer": answer,
+           "seeds": [sd for sd, _ in runs], "max_machines": res.limit,
+           "points": points(res),
+           "per_seed": [{"seed": sd, "answer": r.answer, "points": points(r),
+                         "timing": {str(p.machines): round(p.wall_s, 3) for p in r.table()}}
+                        for sd, r in runs],
            "timing": {str(p.machines): round(p.wall_s, 3) for p in res.table()}}
     (directory / "plan.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     _plot(res, directory / "plan.png", unit)
+    return answer
 
 
 def _plot(res: PlanResult, path: Path, unit: str) -> None:
