@@ -299,3 +299,34 @@ def test_report_refuses_runs_of_different_scenarios_unless_allowed(tmp_path: Pat
                               "--allow-mixed"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "r.html").exists()
+
+
+def test_figures_say_what_they_show(tmp_path: Path) -> None:
+    """Issue 47: the allocation chart's area, capacity line and axis share one unit (cpu on a
+    cluster without slots); utility sums that bars from 0 would show as equal get a zoomed axis
+    that says so; a Gantt chart of more jobs than colours colours by class; no empty panel."""
+    from utilon.report import allocation_figure, gantt_figure, latency_figure, utility_figure
+
+    wl = load_workload(EXAMPLES / "multi-resource.yaml")
+    for p in ("fifo", "fair"):
+        run_policy(wl, p, out_dir=tmp_path / p)
+    runs = load_runs([tmp_path / "fifo", tmp_path / "fair"])
+    ax = allocation_figure(runs).axes[0]
+    assert ax.get_ylabel() == "cpu"
+    assert "capacity (cpu)" in [t.get_text() for t in ax.get_legend().get_texts()]
+    g = gantt_figure(runs[0])
+    classes = set(runs[0].jobs.job_class)
+    assert "colour = job class" in g.axes[0].get_title(loc="left")
+    assert len({tuple(c) for c in g.axes[0].collections[0].get_facecolors()}) == len(classes)
+    assert len(latency_figure(runs).axes) == 1  # no policy here solves: no solver panel
+    sums = [r.summary["utility_sum"] for r in runs]
+    a2 = utility_figure(runs).axes[1]
+    if max(sums) - min(sums) < 0.2 * max(sums) and max(sums) > min(sums):
+        assert a2.get_ylim()[0] > 0 and "does not start at 0" in a2.get_title()
+    close = [dataclasses.replace(r, summary={**r.summary, "utility_sum": s})
+             for r, s in zip(runs, (815.0, 830.0), strict=True)]
+    a2 = utility_figure(close).axes[1]
+    assert 0 < a2.get_ylim()[0] < 815 and "does not start at 0" in a2.get_title()
+    far = [dataclasses.replace(r, summary={**r.summary, "utility_sum": s})
+           for r, s in zip(runs, (100.0, 830.0), strict=True)]
+    assert utility_figure(far).axes[1].get_ylim()[0] == 0

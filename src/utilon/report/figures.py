@@ -22,6 +22,8 @@ from utilon.report.data import RunData, Steps
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3",
            "#8C8C8C", "#CCB974", "#64B5CD")
 MAX_STACK_JOBS = 12  # above this many jobs, allocation is stacked per class
+#: utility-sum bars whose spread is below this share of the largest get a zoomed axis
+ZOOM_SPREAD = 0.2
 MAX_GANTT_MACHINES = 40  # above this many machines, the Gantt chart shows a sample
 MAX_GANTT_RUNS = 8  # Gantt charts for at most this many runs of a comparison
 WIDTH = 9.0  # inches; 100 dpi PNGs of ~900 px width
@@ -214,7 +216,12 @@ def utility_figure(runs: Sequence[RunData]) -> Figure:
     bars = a2.bar(x, sums, color=[color(i) for i in range(len(runs))], alpha=0.8)
     a2.bar_label(bars, [f"min {m:.3g}" for m in mins], fontsize=7, padding=2)
     a2.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-    a2.set_title("sum of utility (label: min)")
+    lo, hi = (min(sums), max(sums)) if sums else (0.0, 0.0)
+    zoom = lo > 0 and hi > lo and hi - lo < ZOOM_SPREAD * hi
+    if zoom:  # bars from 0 would look equal: show the range where they differ
+        pad = hi - lo
+        a2.set_ylim(max(0.0, lo - pad), hi + 0.6 * pad)
+    a2.set_title("sum of utility (label: min)" + ("\naxis does not start at 0" if zoom else ""))
     _grouped(a3, runs, lambda r, m: float(np.mean(r.jobs.utility[m])) if m.any() else 0.0)
     a3.set_title("mean utility per class")
     return fig
@@ -267,10 +274,23 @@ def _mean_on_grid(steps: Steps, keys: Sequence[str], group: Mapping[str, str],
     return out
 
 
+def _slot_resource(run: RunData) -> str:
+    """The resource the allocation timeline records (the core's slot resource: ``slots``,
+    else ``cpu``, else the first by name), so that the stacked area, the capacity line and
+    the axis share one unit."""
+    names = sorted(run.summary.get("utilisation_by_resource", {}))
+    if not names and run.capacity is not None:
+        names = sorted(k for k in run.capacity if k not in ("time", "machines", "effective"))
+    return next((c for c in ("slots", "cpu") if c in names), names[0] if names else "slots")
+
+
 def allocation_figure(runs: Sequence[RunData], *, resource: str = "",
                       max_jobs: int = MAX_STACK_JOBS, points: int = 600) -> Figure:
     """Stacked area of the slot resource held per job (per class above ``max_jobs`` jobs),
-    one panel per run, with the cluster's capacity over time on top."""
+    one panel per run that recorded an allocation, with the cluster's capacity over time on
+    top."""
+    shown = [r for r in runs if r.allocation is not None and len(r.allocation.start)]
+    runs = shown or list(runs[:1])  # no empty panels; one saying so when nothing was recorded
     fig = _figure(2.3 * len(runs) + 0.6)
     axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
     end = max([float(r.summary.get("makespan", 0)) for r in runs]
@@ -290,9 +310,8 @@ def allocation_figure(runs: Sequence[RunData], *, resource: str = "",
         ax.stackplot(edges, np.c_[levels, levels[:, -1:]], labels=keys, step="post",
                      colors=[color(i) for i in range(len(keys))], alpha=0.85)
         cap = r.capacity
-        if cap is not None and len(cap["time"]):
-            col = resource or next((c for c in ("slots", "cpu") if c in cap),
-                                   next(k for k in cap if k not in ("time", "machines")))
+        col = resource or _slot_resource(r)
+        if cap is not None and len(cap["time"]) and col in cap:
             t = np.r_[cap["time"], end]
             ax.step(t, np.r_[cap[col], cap[col][-1]], where="post", color="black", lw=1.2,
                     label=f"capacity ({col})")
@@ -303,7 +322,7 @@ def allocation_figure(runs: Sequence[RunData], *, resource: str = "",
         note = "" if res == "exact" else f", averaged over {res:g} s buckets"
         ax.set_title(f"{r.label}: held per {'class' if per_class else 'job'}{note}",
                      fontsize=9, loc="left")
-        ax.set_ylabel("slots")
+        ax.set_ylabel(col)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     axes[-1].set_xlabel("time (s)")
     return fig
@@ -370,7 +389,11 @@ def gantt_figure(run: RunData, *, max_machines: int = MAX_GANTT_MACHINES) -> Fig
     fig = _figure(min(12.0, max(2.0, 0.09 * y0 + 1.3)))
     ax = fig.add_subplot()
     job_ids = list(dict.fromkeys(att["job"]))
-    jcol = {j: color(i) for i, j in enumerate(job_ids)}
+    by_class = len(job_ids) > MAX_STACK_JOBS  # more jobs than colours: colour = class
+    cls = dict(zip(run.jobs.id, run.jobs.job_class, strict=True))
+    keys = list(dict.fromkeys(cls.get(j, "?") for j in job_ids)) if by_class else job_ids
+    kcol = {k: color(i) for i, k in enumerate(keys)}
+    jcol = {j: kcol[cls.get(j, "?") if by_class else j] for j in job_ids}
     y = np.asarray([base[att["machine"][i]] for i in idx]) + lane
     left = att["start"][idx]
     width = np.maximum(att["end"][idx] - left, 0.0)
@@ -387,8 +410,8 @@ def gantt_figure(run: RunData, *, max_machines: int = MAX_GANTT_MACHINES) -> Fig
                                          linewidths=0))
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="////",
                              label="killed / lost / failed"))
-    if len(job_ids) <= MAX_STACK_JOBS:
-        handles += [Patch(color=jcol[j], label=j) for j in job_ids]
+    if len(keys) <= MAX_STACK_JOBS:
+        handles += [Patch(color=kcol[k], label=k) for k in keys]
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0),
                   frameon=False)
@@ -396,7 +419,8 @@ def gantt_figure(run: RunData, *, max_machines: int = MAX_GANTT_MACHINES) -> Fig
                   fontsize=6 if len(machines) > 20 else 8)
     ax.set_ylim(y0 - 0.5, -1)
     ax.set_xlabel("time (s)")
-    title = f"{run.label}: tasks per machine (one lane per concurrent task, colour = job)"
+    title = (f"{run.label}: tasks per machine (one lane per concurrent task, colour = "
+             f"{'job class' if by_class else 'job'})")
     ax.set_title(title + ("\n" + "; ".join(notes) if notes else ""), fontsize=9, loc="left")
     return fig
 
@@ -412,8 +436,9 @@ def _natural(s: str) -> tuple[Any, ...]:
 def latency_figure(runs: Sequence[RunData]) -> Figure:
     """Decision latency p50/p95/max per run and, where a policy solves an optimization
     problem, its solver time."""
-    fig = _figure(3.2)
-    a1, a2 = fig.subplots(1, 2)
+    solver = [r for r in runs if "solver_ms_p50" in r.summary.get("timing", {})]
+    fig = _figure(3.2, WIDTH if solver else WIDTH * 0.6)
+    a1, *rest = fig.subplots(1, 2 if solver else 1, squeeze=False)[0]
     x = np.arange(len(runs))
     labels = [r.label for r in runs]
     stats = ("p50", "p95", "max")
@@ -425,8 +450,8 @@ def latency_figure(runs: Sequence[RunData]) -> Figure:
     a1.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
     a1.set_ylabel("ms per decision")
     a1.set_title("decision latency (bars: p50, p95, max)")
-    solver = [r for r in runs if "solver_ms_p50" in r.summary.get("timing", {})]
-    if solver:
+    if solver:  # no empty panel when no policy here solves an optimization problem
+        a2 = rest[0]
         xs = np.arange(len(solver))
         for k, (name, shade) in enumerate(zip(stats, (1.0, 0.7, 0.4), strict=True)):
             vals = [float(r.summary["timing"][f"solver_ms_{name}"]) for r in solver]
@@ -435,7 +460,5 @@ def latency_figure(runs: Sequence[RunData]) -> Figure:
         a2.set_yscale("log")
         a2.set_xticks(xs, [r.label for r in solver], rotation=30, ha="right", fontsize=8)
         a2.set_ylabel("ms per solve")
-    else:
-        _no_data(a2, "no optimization policy in this report\n(solver time not applicable)")
-    a2.set_title("solver time (optimization policies)")
+        a2.set_title("solver time (optimization policies)")
     return fig

@@ -142,12 +142,14 @@ def figures_for(runs: Sequence[RunData]) -> list[tuple[str, str, str, Callable[[
         ("misses", "Deadline misses and penalty",
          "Jobs that finished after their goal (or not at all) and their penalty, per class.",
          lambda: F.misses_figure(runs)),
-        ("allocation", "Allocation over time",
-         "Slot-resource units held, stacked per job (per class for large runs), with the "
-         "cluster's capacity over time as the black line.", lambda: F.allocation_figure(runs)),
     ]
+    if any(r.allocation is not None and len(r.allocation.start) for r in runs):
+        out.append(("allocation", "Allocation over time",
+                    "Slot-resource units held, stacked per job (per class for large runs), "
+                    "with the cluster's capacity over time as the black line; runs that "
+                    "recorded no allocation are left out.", lambda: F.allocation_figure(runs)))
     # runs of the cloud world place clusters of VMs, not task attempts: no Gantt chart
-    tasked = [r for r in runs if r.attempts is not None]
+    tasked = [r for r in runs if r.attempts is not None and len(r.attempts["job"])]
     for r in tasked[:F.MAX_GANTT_RUNS]:
         stem = "gantt-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", r.label)
         out.append((stem, f"Tasks per machine: {r.label}",
