@@ -454,3 +454,18 @@ def test_every_baseline_finishes_a_mixed_workload() -> None:
 def test_grant_helper_policy_is_not_registered() -> None:
     assert ScriptedPolicy.name not in policy_names()
     assert Grant("x").to_dict() == {"job": "x", "slots": None}
+
+
+def test_builtin_table_names_what_the_modules_register() -> None:
+    """policies.base.BUILTINS lets names be listed without importing policy modules; it must
+    say exactly which names each module registers, and in which world."""
+    import importlib
+
+    from utilon.policies import base
+
+    modules = {m for _, m in base.BUILTINS.values()}
+    for m in modules:
+        importlib.import_module(m)
+    registered = {n: (c.world, c.__module__) for n, c in base._REGISTRY.items()
+                  if c.__module__ in modules or n in base.BUILTINS}
+    assert registered == base.BUILTINS

@@ -12,7 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -48,7 +48,6 @@ from utilon.cli.trace import trace_app
 from utilon.cloud.scenario import CloudWorkload, cloud_json_schema
 from utilon.core.feasibility import check_workload
 from utilon.errors import UtilonError
-from utilon.live import LiveProgress
 from utilon.parallel import check_jobs
 from utilon.policies import (
     cloud_policy_class,
@@ -58,19 +57,20 @@ from utilon.policies import (
     policy_parameters,
     world_of,
 )
-from utilon.runner import (
-    BACKENDS,
-    LiveOutput,
-    make_backend,
-    resolve_policies,
-    run_live,
-    run_policies,
-    run_policy,
-)
 from utilon.scenario import load_scenario, load_workload, scenario_json_schema
 from utilon.scenario.admission import check_admission
 from utilon.scenario.build import Workload
 from utilon.scenario.digest import scenario_digest
+
+if TYPE_CHECKING:
+    from utilon.live import LiveProgress
+    from utilon.runner import LiveOutput
+
+# The simulator, the live backends and the policies are imported by the commands that use
+# them, not here: `utilon --help` and `validate` must start fast (tests/test_cli.py holds the
+# import of this module to what it needs).
+#: where `utilon run` executes tasks (utilon.runner.BACKENDS; a test holds the two equal)
+BACKENDS = ("local", "ray")
 
 app = typer.Typer(
     name="utilon",
@@ -177,6 +177,8 @@ def simulate(
             return
         policy_class(name)
         check_admission(workload, f"{scenario}: workload")
+        from utilon.runner import run_policy
+
         with _progress() as prog:
             task = prog.add_task(name, total=len(workload.jobs))
             res = run_policy(workload, name, _parse_params(param), out_dir=target,
@@ -220,6 +222,8 @@ def compare(
             return
         workload: Workload = loaded
         check_admission(workload, f"{scenario}: workload")
+        from utilon.runner import resolve_policies, run_policies
+
         names = resolve_policies(policies)
         if not names:
             raise UtilonError("no policies given", where="--policies",
@@ -246,6 +250,8 @@ def compare(
 
 def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: int | None,
                    ray_address: str | None, report: bool) -> None:
+    from utilon.runner import resolve_policies, run_policies
+
     names = resolve_policies(policies, world="cloud")
     if not names:
         raise UtilonError("no policies given", where="--policies",
@@ -375,6 +381,8 @@ def run(
                               fix="pass --policy NAME or set policy: in the scenario")
         policy_class(name)
         check_admission(workload, f"{scenario}: workload")
+        from utilon.runner import make_backend, run_live
+
         target = out_dir or _default_out(workload) / f"{name}-{backend}"
         err.print(f"preparing inputs of {len(workload.plans)} real job(s) in {target}/jobs")
         be = make_backend(backend, ray_address=ray_address, ray_cpus=ray_cpus)

@@ -17,7 +17,6 @@ from utilon.cli.common import out
 from utilon.cloud.scenario import CloudWorkload
 from utilon.errors import UtilonError
 from utilon.policies import cloud_policy_class, make_cloud_policy
-from utilon.runner import run_cloud_policy, scenario_params
 
 
 def refuse_slot_options(workload: CloudWorkload, **given: Any) -> None:
@@ -33,6 +32,8 @@ def refuse_slot_options(workload: CloudWorkload, **given: Any) -> None:
 def simulate_cloud(workload: CloudWorkload, name: str, params: dict[str, Any],
                    target: Path) -> dict[str, Any]:
     cloud_policy_class(name)
+    from utilon.runner import run_cloud_policy  # the simulator: only when a run is asked for
+
     res = run_cloud_policy(workload, name, params, out_dir=target)
     out.print(cloud_table([res.summary], f"{workload.name}: {len(workload.jobs)} jobs "
                                         f"(seed {workload.seed})"))
@@ -58,6 +59,8 @@ def cloud_table(results: Sequence[dict[str, Any]], title: str) -> Table:
 
 
 def validate_cloud(workload: CloudWorkload, scenario: Path) -> None:
+    from utilon.runner import scenario_params
+
     spec = workload.spec
     for name, params in spec.policies.items():
         make_cloud_policy(name, workload.store, params, where=f"{scenario}: policies.{name}")

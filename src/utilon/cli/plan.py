@@ -6,7 +6,7 @@ import json
 import math
 import statistics
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -16,9 +16,11 @@ from utilon.cli.common import errors as _errors
 from utilon.cloud.scenario import CloudWorkload
 from utilon.errors import UtilonError
 from utilon.parallel import check_jobs
-from utilon.plan import PlanResult, Point, parse_target, plan
 from utilon.policies import cloud_policy_class, policy_class
 from utilon.scenario import load_scenario
+
+if TYPE_CHECKING:  # the planner (and the simulator) load when a plan runs
+    from utilon.plan import PlanResult, Point
 
 
 def plan_command(
@@ -48,6 +50,8 @@ def plan_command(
     """The fewest machines (of the scenario's kinds, in its proportions) at which TARGET holds
     under POLICY: a search over simulations of the scenario's jobs, several at once.  On a
     cloud scenario: the fewest servers under one of Cura's services."""
+    from utilon.plan import parse_target, plan
+
     with _errors():
         goal = parse_target(target)
         check_jobs(jobs)

@@ -1,13 +1,14 @@
-"""Scheduling policies of both worlds, registered by name.  Importing this package registers
-them all: the slot world's and Cura's cloud services (``utilon.policies.cura``)."""
+"""Scheduling policies of both worlds, registered by name: the slot world's and Cura's cloud
+services (``utilon.policies.cura``).  A built-in policy's module is imported when the policy is
+first asked for (``policies.base.BUILTINS``), so importing this package is cheap."""
 
-from utilon.policies import cura, edf, fair, fifo, rrh  # noqa: F401  (registration side effect)
-from utilon.policies.alsched import policy as _alsched  # noqa: F401
 from utilon.policies.base import (
+    BUILTINS,
     WORLDS,
     CloudPolicy,
     Policy,
     cloud_policy_class,
+    load_builtins,
     make_cloud_policy,
     make_policy,
     policy_class,
@@ -16,10 +17,7 @@ from utilon.policies.base import (
     register,
     world_of,
 )
-from utilon.policies.cora import policy as _cora  # noqa: F401
-from utilon.policies.ras import policy as _ras  # noqa: F401
-from utilon.policies.rds import policy as _rds  # noqa: F401
 
-__all__ = ["WORLDS", "CloudPolicy", "Policy", "cloud_policy_class", "make_cloud_policy",
-           "make_policy", "policy_class", "policy_names", "policy_parameters", "register",
-           "world_of"]
+__all__ = ["BUILTINS", "WORLDS", "CloudPolicy", "Policy", "cloud_policy_class", "load_builtins",
+           "make_cloud_policy", "make_policy", "policy_class", "policy_names",
+           "policy_parameters", "register", "world_of"]

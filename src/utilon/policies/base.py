@@ -16,6 +16,7 @@ one-line error that lists what is accepted.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import typing
 from collections.abc import Mapping
@@ -28,7 +29,8 @@ from utilon.cloud.policy import CloudPolicy
 from utilon.core.policy import EVENT_TRIGGERS, Policy
 from utilon.errors import ParameterError, UnknownNameError
 
-__all__ = ["EVENT_TRIGGERS", "WORLDS", "CloudPolicy", "P", "Policy", "cloud_policy_class",
+__all__ = ["BUILTINS", "EVENT_TRIGGERS", "WORLDS", "CloudPolicy", "P", "Policy",
+           "cloud_policy_class", "load_builtins",
            "make_cloud_policy", "make_policy", "policy_class", "policy_names",
            "policy_parameters", "register", "world_of"]
 
@@ -36,6 +38,45 @@ WORLDS = {"slot": "tasks granted resources on machines (the scheduler core)",
           "cloud": "moldable jobs on VM clusters from pools on servers (Cura's world)"}
 _REGISTRY: dict[str, type[Policy] | type[CloudPolicy]] = {}
 P = TypeVar("P", bound=type[Policy] | type[CloudPolicy])
+
+#: The built-in policies: name -> (world, the module whose import registers it).  A module is
+#: imported the first time one of its policies is asked for, so listing names (``--help``, an
+#: unknown-name error, ``validate``) imports none of them (they pull in scipy, HiGHS, ...);
+#: ``tests/test_policies.py`` holds this table to what the modules register.
+BUILTINS: dict[str, tuple[str, str]] = {
+    "alsched": ("slot", "utilon.policies.alsched.policy"),
+    "cora": ("slot", "utilon.policies.cora.policy"),
+    "cora-ct": ("slot", "utilon.policies.cora.policy"),
+    "cora-lp": ("slot", "utilon.policies.cora.policy"),
+    "edf-n": ("slot", "utilon.policies.edf"),
+    "edf-p": ("slot", "utilon.policies.edf"),
+    "fair": ("slot", "utilon.policies.fair"),
+    "fair-slots": ("slot", "utilon.policies.fair"),
+    "fifo": ("slot", "utilon.policies.fifo"),
+    "ras": ("slot", "utilon.policies.ras.policy"),
+    "rds": ("slot", "utilon.policies.rds.policy"),
+    "rrh": ("slot", "utilon.policies.rrh"),
+    "cura": ("cloud", "utilon.policies.cura.reconfig"),
+    "cura-capacity": ("cloud", "utilon.policies.cura.reconfig"),
+    "dedicated": ("cloud", "utilon.policies.cura.baselines"),
+    "per-job-cluster": ("cloud", "utilon.policies.cura.baselines"),
+    "per-job-opt": ("cloud", "utilon.policies.cura.baselines"),
+    "vm-aware": ("cloud", "utilon.policies.cura.vmaware"),
+}
+
+
+def load_builtins() -> None:
+    """Import every built-in policy module (``utilon policies`` describes them all)."""
+    for _, module in BUILTINS.values():
+        importlib.import_module(module)
+
+
+def _registered(name: str) -> type[Policy] | type[CloudPolicy] | None:
+    cls = _REGISTRY.get(name)
+    if cls is None and name in BUILTINS:
+        importlib.import_module(BUILTINS[name][1])
+        cls = _REGISTRY.get(name)
+    return cls
 
 
 def register(cls: P) -> P:
@@ -49,18 +90,20 @@ def register(cls: P) -> P:
 
 
 def policy_names(world: str = "slot") -> list[str]:
-    """The registered policies of ``world``, sorted."""
-    return sorted(n for n, c in _REGISTRY.items() if c.world == world)
+    """The policies of ``world`` (built in, and registered by other code), sorted."""
+    return sorted({n for n, (w, _) in BUILTINS.items() if w == world}
+                  | {n for n, c in _REGISTRY.items() if c.world == world})
 
 
 def world_of(name: str) -> str | None:
-    """The world a registered policy runs in, or ``None`` for an unknown name."""
-    cls = _REGISTRY.get(name)
-    return None if cls is None else cls.world
+    """The world a policy runs in, or ``None`` for an unknown name."""
+    if name in _REGISTRY:
+        return _REGISTRY[name].world
+    return BUILTINS[name][0] if name in BUILTINS else None
 
 
 def _lookup(name: str, world: str) -> Any:
-    cls = _REGISTRY.get(name)
+    cls = _registered(name)
     if cls is None:
         raise UnknownNameError("policy", name, policy_names(world),
                                fix="run `utilon policies` to see them")
@@ -88,7 +131,7 @@ def cloud_policy_class(name: str) -> type[CloudPolicy]:
 def policy_parameters(name: str) -> dict[str, tuple[Any, Any]]:
     """{parameter: (type, default)} of a registered policy's constructor, of either world (a
     cloud service's profile store is what it runs on, not a parameter)."""
-    cls = _REGISTRY.get(name) or policy_class(name)
+    cls = _registered(name) or policy_class(name)
     hints = typing.get_type_hints(cls.__init__)
     out: dict[str, tuple[Any, Any]] = {}
     for pname, p in inspect.signature(cls.__init__).parameters.items():

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from utilon.errors import UtilonError
+
+if TYPE_CHECKING:  # httpx loads with the first client: the CLI starts without it
+    import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
 
@@ -23,7 +24,10 @@ class Client:
                               fix=f"e.g. --server {DEFAULT_SERVER}")
         self.server = server.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=self.server + "/v1", headers=headers,
+        import httpx
+
+        self._httpx = httpx
+        self.http: httpx.Client = httpx.Client(base_url=self.server + "/v1", headers=headers,
                                  timeout=timeout)
 
     def close(self) -> None:
@@ -38,7 +42,7 @@ class Client:
     def _call(self, method: str, path: str, **kw: Any) -> Any:
         try:
             r = self.http.request(method, path, **kw)
-        except httpx.HTTPError as e:
+        except self._httpx.HTTPError as e:
             raise ClientError(f"cannot reach the server: {type(e).__name__}: {e}",
                               where=self.server,
                               fix="start it with `utilon serve`, or set --server / "
