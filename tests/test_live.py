@@ -1109,3 +1109,43 @@ def test_a_live_nbody_step_pays_for_being_spread(tmp_path: Path, count: int, slo
         assert all(r["exchange_s"] == 0.0 for r in results)
     else:
         assert all(r["exchange_s"] > 0.0 for r in results)
+
+
+# ============================================================================== priors
+@pytest.mark.live
+def test_calibration_scales_priors_and_goals_to_this_host(tmp_path: Path) -> None:
+    """Issue 47: `run --calibrate` measures one task per job kind here and scales every stage
+    estimate of that kind, so '5x' goals are multiples of the standalone runtime on this
+    host; a finished run's summary says how measured times compared with the priors."""
+    from utilon.live.calibrate import PRIOR_TOLERANCE, calibrate, check_priors
+
+    w = load_workload(pi_scenario(tmp_path / "pi.yaml", **{"workload": {"jobs": [
+        {"id": "pi", "submit": 0, "utility": {"kind": "deadline", "deadline": "5x"},
+         "run": {"kind": "pi", "maps": 2, "samples": 20000, "estimate": {"map": 100.0}}},
+        {"id": "pi-2", "submit": 1, "utility": {"kind": "deadline", "deadline": "5x"},
+         "run": {"kind": "pi", "maps": 3, "samples": 20000}}]}}))
+    cal, speeds = calibrate(w, tmp_path / "scratch")
+    assert [(s.kind, s.job) for s in speeds] == [("pi", "pi")]  # one task of the first job
+    f = speeds[0].factor
+    assert speeds[0].prior == 100.0 and 0 < f < 0.5  # a 20,000-sample task takes far less
+    assert not (tmp_path / "scratch").exists()
+    for old, new in zip(w.jobs, cal.jobs, strict=True):
+        for a, b in zip(old.stages, new.stages, strict=True):
+            assert b.expected_duration == pytest.approx(a.expected_duration * f)
+        assert (new.utility.goal - new.submit) == pytest.approx(
+            (old.utility.goal - old.submit) * f)
+    out = run_live(w, "fifo", LocalBackend(), out_dir=tmp_path / "run")
+    priors = out.summary["priors"]
+    assert priors["tasks"] == 2 + 1 + 3 + 1 and priors["ratio"] < 1 - PRIOR_TOLERANCE
+    assert "--calibrate" in priors["warning"]
+    assert check_priors(out.result.core, w) == priors
+
+
+@pytest.mark.live
+def test_cli_run_calibrate_says_what_it_measured(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["run", str(pi_scenario(tmp_path / "s.yaml")), "-p", "fifo",
+                              "--calibrate", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    assert "calibrated pi: pi's first task took" in res.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["priors"]["tasks"] == 3

@@ -24,6 +24,7 @@ from utilon.core.policy import Policy
 from utilon.errors import ScenarioError, UnknownNameError
 from utilon.live import LiveProgress, LiveResult, LiveRun, LocalBackend, TaskCatalog
 from utilon.live.backend import Backend
+from utilon.live.calibrate import check_priors
 from utilon.metrics.outputs import job_rows, summarize, write_outputs
 from utilon.model.cluster import Cluster
 from utilon.parallel import run_all
@@ -315,6 +316,7 @@ def run_live(
     checks = result.verification
     summary["mode"] = "live"
     summary["backend"] = result.backend
+    summary["priors"] = check_priors(result.core, workload)
     summary["verified"] = {
         "ok": sum(1 for v in checks.values() if v.ok is True),
         "failed": sum(1 for v in checks.values() if v.ok is False),

@@ -366,6 +366,9 @@ def run(
     timeout: Annotated[float | None, typer.Option(
         "--max-wall", "--timeout", help="stop after this many seconds of wall-clock time "
         "(--timeout is the same option)", show_default=False)] = None,
+    calibrate: Annotated[bool, typer.Option(
+        "--calibrate", help="measure each job kind's speed on this host first (one task per "
+        "kind) and scale the priors, and so the goals derived from them, to it")] = False,
     report: ReportOpt = False,
 ) -> None:
     """Run a scenario's jobs for real (local worker processes or Ray) under one policy."""
@@ -384,6 +387,16 @@ def run(
         from utilon.runner import make_backend, run_live
 
         target = out_dir or _default_out(workload) / f"{name}-{backend}"
+        if calibrate:
+            from utilon.live.calibrate import calibrate as measure
+
+            with err.status("measuring this host's speed per job kind", spinner="dots"):
+                workload, speeds = measure(workload, target / "calibration")
+            for sp in speeds:
+                err.print(f"calibrated {sp.kind}: {sp.job}'s first task took "
+                          f"{sp.measured:.2f} s against a prior of {sp.prior:.2f} s: priors "
+                          f"x {sp.factor:.2f}")
+            check_admission(workload, f"{scenario}: workload")
         err.print(f"preparing inputs of {len(workload.plans)} real job(s) in {target}/jobs")
         be = make_backend(backend, ray_address=ray_address, ray_cpus=ray_cpus)
         with _LiveView(name, backend) as view:
@@ -436,6 +449,8 @@ class _LiveView:
 
 def _report_live(res: LiveOutput) -> None:
     s = res.summary
+    if "warning" in s.get("priors", {}):
+        err.print(f"[yellow]warning:[/] {s['priors']['warning']}")
     v = s["verified"]
     err.print(f"verified outputs: {v['ok']} ok, {v['failed']} failed, "
               f"{v['unverifiable']} without a verifier, {v['plain']} plain (sleep) job(s)")
