@@ -63,3 +63,18 @@ def test_readme_python_api_example_runs() -> None:
         exec(compile(code, "README.md", "exec"), namespace)  # the example as a user runs it
     finally:
         base._REGISTRY.pop("srf", None)  # keep the registry as other tests expect it
+
+
+def test_readme_unknown_policy_error_is_the_real_one() -> None:
+    """The README's sample of a one-line error lists what the command really lists (issue 47:
+    it showed 5 policies of 12)."""
+    from typer.testing import CliRunner
+
+    from utilon.cli import app
+
+    res = CliRunner().invoke(app, ["simulate", str(ROOT / "examples" / "small-mapreduce.yaml"),
+                                   "-p", "fiffo"])
+    assert res.exit_code == 2
+    line = " ".join(res.stderr.split())
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert line in " ".join(readme.split()), line
