@@ -414,6 +414,9 @@ def test_past_runs_stay_inside_their_folder(tmp_path: Path) -> None:
     assert resolve(root, "a") == (root / "a").resolve()
     assert resolve(root, "../outside") is None and resolve(root, "/etc") is None
     assert resolve(root, "missing") is None
+    # issue 46: a NUL byte or a name too long for the file system is no run, not a 500
+    assert resolve(root, "a\x00b") is None and resolve(root, "x" * 5000) is None
+    assert resolve(root, "y" * 300) is None
     assert [r["path"] for r in list_runs(root)] == ["a"]
     assert list_runs(tmp_path / "nowhere") == []
 
@@ -423,6 +426,8 @@ def test_runs_and_timeline_over_the_api(service: tuple[TestClient, ServiceEngine
     client, _ = service
     r = client.get("/v1/runs/..%2F..%2Fetc", headers=h(tokens, "admin"))
     assert r.status_code == 404
+    for odd in ("%00", "a%00b", "%2e%2e", "x" * 300, "%ff%fe"):  # issue 46: never a 5xx
+        assert client.get(f"/v1/runs/{odd}", headers=h(tokens, "admin")).status_code == 404
     assert client.get("/v1/runs", headers=h(tokens, "a")).status_code == 200
     samples = client.get("/v1/timeline", headers=h(tokens, "a")).json()["samples"]
     assert all(set(s["tenants"]) <= {"team-a"} for s in samples)
@@ -430,3 +435,40 @@ def test_runs_and_timeline_over_the_api(service: tuple[TestClient, ServiceEngine
     assert client.get("/static/dashboard.js").status_code == 200
     assert client.get("/static/../api.py").status_code == 404
     assert client.get("/metrics").text.count("utilon_jobs") >= 1
+
+
+def test_client_sends_a_job_id_as_one_path_segment() -> None:
+    """Issue 46: `utilon job ../cluster` asked GET /v1/cluster; an id is percent-encoded into
+    one segment, so the server sees a job id (and answers 404), never another endpoint."""
+    import httpx
+
+    from utilon.service.client import Client
+
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.raw_path.decode())
+        return httpx.Response(404, json={"error": "no job", "fix": ""})
+
+    with Client("http://127.0.0.1:1") as c:
+        c.http = httpx.Client(base_url="http://127.0.0.1:1/v1",
+                              transport=httpx.MockTransport(handler))
+        for job_id in ("../cluster", "a/b", "x?y#z", "%00"):
+            with pytest.raises(UtilonError, match="404"):
+                c.job(job_id)
+        with pytest.raises(UtilonError, match="404"):
+            c.cancel("../cluster")
+    assert seen == ["/v1/jobs/..%2Fcluster", "/v1/jobs/a%2Fb", "/v1/jobs/x%3Fy%23z",
+                    "/v1/jobs/%2500", "/v1/jobs/..%2Fcluster"]
+
+
+def test_store_urls_are_printed_without_their_password() -> None:
+    """Issue 46: the PostgreSQL URL's password was in the banner and connection errors."""
+    from utilon.service.store import Store, redacted
+
+    assert redacted("postgresql://ops:s3cret@db.local:5432/utilon") == (
+        "postgresql://ops:***@db.local:5432/utilon")
+    assert redacted("sqlite:///x.db") == "sqlite:///x.db"
+    with pytest.raises(UtilonError) as ei:  # no driver or no server: the error hides it
+        Store("postgresql+nodriver://ops:s3cret@127.0.0.1:1/utilon")
+    assert "s3cret" not in ei.value.one_line() and "***" in ei.value.one_line()

@@ -97,7 +97,7 @@ def serve(
                                admission=admission, seed=spec.seed)
         app = create_app(engine, book, runs_dir=runs)
         err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
-                  f"store {store.url}; dashboard http://{host}:{port}/, API "
+                  f"store {store.safe_url}; dashboard http://{host}:{port}/, API "
                   f"http://{host}:{port}/docs, metrics http://{host}:{port}/metrics")
         uvicorn.run(app, host=host, port=port, log_level="warning")
 

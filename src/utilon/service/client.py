@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from utilon.errors import UtilonError
 
@@ -10,6 +11,12 @@ if TYPE_CHECKING:  # httpx loads with the first client: the CLI starts without i
     import httpx
 
 DEFAULT_SERVER = "http://127.0.0.1:8765"
+
+
+def _segment(value: str) -> str:
+    """A job id as one path segment: ``../cluster`` must name a job, not another endpoint
+    (issue 46), so every character outside the unreserved set is percent-encoded."""
+    return quote(value, safe="")
 
 
 class ClientError(UtilonError):
@@ -72,10 +79,10 @@ class Client:
         return dict(self._call("GET", "/jobs", params=params))
 
     def job(self, job_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/jobs/{job_id}"))
+        return dict(self._call("GET", f"/jobs/{_segment(job_id)}"))
 
     def cancel(self, job_id: str) -> dict[str, Any]:
-        return dict(self._call("DELETE", f"/jobs/{job_id}"))
+        return dict(self._call("DELETE", f"/jobs/{_segment(job_id)}"))
 
     def cluster(self) -> dict[str, Any]:
         return dict(self._call("GET", "/cluster"))

@@ -45,7 +45,7 @@ def export(db: str, out_dir: Path) -> int:
     (out_dir / "verification.json").write_text(json.dumps(checks, indent=2, sort_keys=True)
                                                + "\n", encoding="utf-8")
     (out_dir / "provenance.json").write_text(json.dumps({
-        "scenario": "service", "source": store.url, "mode": "service", "epoch": epoch,
+        "scenario": "service", "source": store.safe_url, "mode": "service", "epoch": epoch,
         "incarnations": incarnation,
         "derivations": ["times are service time: seconds since the store's epoch"]},
         indent=2) + "\n", encoding="utf-8")

@@ -46,14 +46,18 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def resolve(root: Path, rel: str) -> Path | None:
-    """``rel`` under ``root``, or None when it leaves it or is not a run."""
+    """``rel`` under ``root``, or None when it leaves it, is not a run, or is no path at all
+    (a NUL byte, which the file system refuses, or a name too long for it)."""
+    if "\x00" in rel or len(rel) > 4096:
+        return None
     base = root.resolve()
-    d = (base / rel).resolve()
-    if base != d and base not in d.parents:
+    try:
+        d = (base / rel).resolve()
+        if base != d and base not in d.parents:
+            return None
+        return d if (d / "summary.json").is_file() else None
+    except (OSError, ValueError):
         return None
-    if not (d / "summary.json").is_file():
-        return None
-    return d
 
 
 def read_run(d: Path, who: Principal, limit: int, offset: int) -> dict[str, Any]:

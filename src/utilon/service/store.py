@@ -28,6 +28,7 @@ Tables:
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -117,6 +118,24 @@ def url_for(db: str) -> str:
     return db if "://" in db else f"sqlite:///{db}"
 
 
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``: what banners, logs and errors show
+    (issue 46: the PostgreSQL password was printed in the banner and in connection errors)."""
+    try:
+        u = sa.engine.make_url(url)
+    except Exception:  # not a URL SQLAlchemy can read: hide whatever sits between : and @
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return u.render_as_string(hide_password=True) if u.password else str(u)
+
+
+def _password(url: str) -> str | None:
+    try:
+        return sa.engine.make_url(url).password
+    except Exception:
+        m = re.search(r"://[^:/@]*:([^@]*)@", url)
+        return m.group(1) if m else None
+
+
 class _Submission:
     """One ``add_job`` call waiting for the transaction of its group."""
 
@@ -142,6 +161,7 @@ class _Submission:
 class Store:
     def __init__(self, db: str) -> None:
         self.url = url_for(db)
+        self.safe_url = redacted(self.url)  # the one to print
         self.sqlite = self.url.startswith("sqlite")
         try:
             kw: dict[str, Any] = {}
@@ -152,7 +172,12 @@ class Store:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
             _md.create_all(self.engine)
         except Exception as e:  # a bad URL, a missing driver, an unwritable file
-            raise StoreError(f"cannot open the store: {type(e).__name__}: {e}", where=db,
+            detail = str(e)
+            password = _password(self.url)
+            if password:
+                detail = detail.replace(password, "***")
+            raise StoreError(f"cannot open the store: {type(e).__name__}: {detail}",
+                             where=redacted(db) if "://" in db else db,
                              fix="give a writable file path or a database URL") from None
         self.incarnation = 0
         self.epoch = 0.0
