@@ -627,3 +627,51 @@ def test_a_capacity_file_that_removes_most_of_the_cluster_warns(
     (rec,) = caplog.records
     assert str(small) in rec.getMessage() and "at most 30% of the scenario's slots (12 of 40)" \
         in rec.getMessage()
+
+
+@pytest.mark.parametrize(("stage", "says"), [
+    ({"tasks": -1}, "tasks must be a whole number >= 1, got -1"),
+    ({"tasks": 0}, "tasks must be a whole number >= 1, got 0"),
+    ({"tasks": 1.5}, "tasks must be a whole number >= 1, got 1.5"),
+    ({"demand": {"slots": 0}}, "demands none of the machines' resources (cpu, slots)"),
+    ({"demand": {"slots": 0, "cpu": 0}}, "demands none of the machines' resources"),
+])
+def test_task_counts_and_demands_are_taken_as_written(tmp_path: Path, stage: dict[str, Any],
+                                                      says: str) -> None:
+    """Issue 46: `tasks: -1 / 0 / 1.5` silently became 1 and `demand: {slots: 0}` let 20
+    tasks run at once on a 1-slot machine; each is now one line naming the field."""
+    from utilon.errors import ScenarioError
+    from utilon.scenario import load_workload
+
+    doc = {"name": "t", "seed": 1,
+           "cluster": {"machines": [{"id": "m", "capacity": {"slots": 1, "cpu": 2}}]},
+           "workload": {"jobs": [{"id": "j", "submit": 0, "stages": [
+               {"name": "map", "tasks": 2, "duration": 5, **stage}]}]}}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ScenarioError) as ei:
+        load_workload(p)
+    assert says in ei.value.one_line() and "workload.jobs[0].stages[0]" in ei.value.one_line()
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("weight", 1e308, "less than or equal to 1000000"),
+    ("class", "x" * 10_000, "at most 256 characters"),
+    ("tenant", "t" * 257, "at most 256 characters"),
+    ("priority", 10**12, "less than or equal to 1000000"),
+])
+def test_job_names_and_weights_are_bounded(tmp_path: Path, field: str, value: Any,
+                                           says: str) -> None:
+    """Issue 46: a 10 MB class string and weight 1e308 were accepted (and stored)."""
+    from utilon.errors import ScenarioError
+    from utilon.scenario import load_workload
+
+    doc = {"name": "t", "seed": 1,
+           "cluster": {"machines": [{"id": "m", "capacity": {"slots": 1}}]},
+           "workload": {"jobs": [{"id": "j", "submit": 0, field: value, "stages": [
+               {"name": "map", "tasks": 1, "duration": 5}]}]}}
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ScenarioError) as ei:
+        load_workload(p)
+    assert says in ei.value.one_line() and f"workload.jobs[0].{field}" in ei.value.one_line()

@@ -24,6 +24,15 @@ MAX_MACHINES = 100_000
 """Most machines in one group of a cluster (the largest public traces have about 12,000)."""
 
 
+MAX_NAME = 256
+"""Longest id, tenant, class or stage name: names are labels, not payloads (issue 46: a 10 MB
+``class`` string was stored)."""
+
+MAX_WEIGHT = 1e6
+"""Largest job weight (and priority, in size): a weight of 1e308 overflows every weighted sum
+a policy forms."""
+
+
 def max_tasks() -> int:
     """Most tasks one scenario or instance may expand to (``UTILON_MAX_TASKS``, default
     10 million: about 3 GB of task objects)."""

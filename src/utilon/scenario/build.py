@@ -233,6 +233,13 @@ class _Builder:
                     f"{float(durations.max()):g}", where=f"{sloc}.duration",
                     fix="give durations in seconds (or clip the distribution with max:)")
             demand = Resources(s.demand)
+            if not any(demand.get(r) > 0 for r in self.names):
+                # a task that takes nothing of the machines is never held back by capacity
+                raise ScenarioError(
+                    f"stage {s.name!r} demands none of the machines' resources "
+                    f"({', '.join(sorted(self.names))}): its tasks would run without limit",
+                    where=f"{sloc}.demand", fix="give a positive demand of one of them, e.g. "
+                    "{slots: 1}")
             phases = tuple(UsagePhase(p.fraction, Resources(p.usage), p.name)
                            for p in (s.usage or []))
             if s.after is not None:

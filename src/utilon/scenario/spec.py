@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from utilon.jobs.specs import RunSpec
-from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS
+from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_NAME, MAX_SECONDS, MAX_WEIGHT
 
 AttrValue = str | int | float | bool
 
@@ -134,7 +134,7 @@ class UsagePhaseSpec(_Strict):
 
 
 class StageSpec(_Strict):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
     kind: str | None = Field(None, description="map, reduce or task; default from the name")
     tasks: Num | None = Field(
         None, description="number of tasks (sampled once per job, rounded, >= 1)")
@@ -159,6 +159,10 @@ class StageSpec(_Strict):
 
     @model_validator(mode="after")
     def _sizes(self) -> StageSpec:
+        t = self.tasks
+        if isinstance(t, int | float) and not (t >= 1 and float(t).is_integer()):
+            # a literal count is taken as written (a distribution is rounded and clipped)
+            raise ValueError(f"tasks must be a whole number >= 1, got {t:g}")
         if self.durations is not None:
             if self.tasks is not None or self.duration is not None:
                 raise ValueError("give `durations` or `tasks` and `duration`, not both")
@@ -168,12 +172,12 @@ class StageSpec(_Strict):
 
 
 class JobSpec(_Strict):
-    id: str = Field(min_length=1)
+    id: str = Field(min_length=1, max_length=MAX_NAME)
     submit: Seconds
-    tenant: str = "default"
-    weight: float = Field(1.0, gt=0)
-    priority: int = 0
-    job_class: str = Field("", alias="class")
+    tenant: str = Field("default", max_length=MAX_NAME)
+    weight: float = Field(1.0, gt=0, le=MAX_WEIGHT)
+    priority: int = Field(0, ge=-MAX_WEIGHT, le=MAX_WEIGHT)
+    job_class: str = Field("", alias="class", max_length=MAX_NAME)
     utility: UtilitySpec = Field(default_factory=lambda: ConstantSpec(kind="constant"))
     stages: list[StageSpec] = Field(
         default_factory=list, description="the job's stages (or give `run` instead)")
