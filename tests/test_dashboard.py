@@ -162,7 +162,9 @@ def test_metrics_in_prometheus_format(server: dict[str, Any]) -> None:
     with Client(server["url"], server["a"]) as a:
         a.submit(sleepy("m-1", seconds=0.05))
         wait_for(lambda: a.job("m-1")["state"] == "finished", what="m-1")
-    text = httpx.get(server["url"] + "/metrics").text
+    assert httpx.get(server["url"] + "/metrics").status_code == 401
+    text = httpx.get(server["url"] + "/metrics",
+                     headers={"Authorization": f"Bearer {server['admin']}"}).text
     assert 'utilon_jobs{state="finished",tenant="team-a"}' in text
     assert "utilon_decision_latency_seconds_bucket" in text
     assert 'utilon_deadline_misses_total{tenant="team-a"}' in text

@@ -442,7 +442,8 @@ def test_runs_and_timeline_over_the_api(service: tuple[TestClient, ServiceEngine
     assert client.get("/").status_code == 200 and "utilon" in client.get("/").text
     assert client.get("/static/dashboard.js").status_code == 200
     assert client.get("/static/../api.py").status_code == 404
-    assert client.get("/metrics").text.count("utilon_jobs") >= 1
+    assert client.get("/metrics").status_code == 401  # issue 46: not public by default
+    assert client.get("/metrics", headers=h(tokens, "admin")).text.count("utilon_jobs") >= 1
 
 
 def test_client_sends_a_job_id_as_one_path_segment() -> None:
@@ -480,3 +481,31 @@ def test_store_urls_are_printed_without_their_password() -> None:
     with pytest.raises(UtilonError) as ei:  # no driver or no server: the error hides it
         Store("postgresql+nodriver://ops:s3cret@127.0.0.1:1/utilon")
     assert "s3cret" not in ei.value.one_line() and "***" in ei.value.one_line()
+
+
+def test_metrics_and_runs_show_a_tenant_only_its_own(tmp_path: Path) -> None:
+    """Issue 46: /metrics and /v1/runs showed every tenant's names and counts to anyone."""
+    from utilon.service.metrics import own_series
+    from utilon.service.runs import list_runs
+    from utilon.service.tenants import Principal
+
+    text = (b'# HELP utilon_jobs jobs\n'
+            b'utilon_jobs{state="finished",tenant="team-a"} 3.0\n'
+            b'utilon_jobs{state="finished",tenant="team-b"} 5.0\n'
+            b'utilon_deadline_misses_total{tenant="team-a\\"x"} 1.0\n'
+            b'utilon_up 1.0\n')
+    mine = own_series(text, "team-a")
+    assert b"team-b" not in mine and b'team-a"x' not in mine
+    assert b'tenant="team-a"} 3.0' in mine and b"utilon_up 1.0" in mine
+    assert b'team-a\\"x' in own_series(text, 'team-a"x')
+    root = tmp_path / "runs"
+    for name, rows in (("ab", "a1,team-a,false\na2,team-b,true\nb1,team-b,true\n"),
+                       ("b", "b2,team-b,false\n")):
+        (root / name).mkdir(parents=True)
+        (root / name / "summary.json").write_text('{"jobs": 3, "misses": 2}')
+        (root / name / "jobs.csv").write_text("id,tenant,missed\n" + rows)
+    a = list_runs(root, Principal("team-a", admin=False))
+    assert [(r["path"], r["jobs"], r["misses"]) for r in a] == [("ab", 1, 0)]
+    b = list_runs(root, Principal("team-b", admin=False))
+    assert [(r["path"], r["jobs"], r["misses"]) for r in b] == [("ab", 2, 2), ("b", 1, 0)]
+    assert len(list_runs(root, Principal("ops", admin=True))) == 2

@@ -59,6 +59,9 @@ def serve(
         "--admission", help="reject: refuse a job whose deadline it cannot meet even alone "
         "on the whole cluster; accept: take it anyway (a job may override with admission:)")]
     = "reject",
+    public_metrics: Annotated[bool, typer.Option(
+        "--public-metrics", help="serve /metrics to anyone (default: it needs a token; an "
+        "admin's shows every tenant, a tenant's only its own series)")] = False,
 ) -> None:
     """Run utilon as a long-running scheduler service: an HTTP API (OpenAPI at /docs) that
     takes jobs at any time and schedules them live under POLICY, with durable state."""
@@ -95,7 +98,7 @@ def serve(
                              if "://" not in db else Path("utilon-state"))
         engine = ServiceEngine(store, spec, cluster, pol, be, sdir, weights=book.weight,
                                admission=admission, seed=spec.seed)
-        app = create_app(engine, book, runs_dir=runs)
+        app = create_app(engine, book, runs_dir=runs, public_metrics=public_metrics)
         err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
                   f"store {store.safe_url}; dashboard http://{host}:{port}/, API "
                   f"http://{host}:{port}/docs, metrics http://{host}:{port}/metrics")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from utilon.service.engine import RequestError, ServiceEngine
-from utilon.service.metrics import Metrics
+from utilon.service.metrics import Metrics, own_series
 from utilon.service.runs import ReportError, list_runs, read_run, resolve
 from utilon.service.store import STATES, JobRecord
 from utilon.service.tenants import Principal, TenantBook
@@ -97,10 +97,12 @@ def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONRes
 
 
 def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = True,
-               runs_dir: Path | None = None) -> FastAPI:
+               runs_dir: Path | None = None, public_metrics: bool = False) -> FastAPI:
     """The API over a built engine; with ``manage`` the app starts the engine when it starts
     and checkpoints it when it stops (SIGTERM through uvicorn).  ``runs_dir`` is where the
-    dashboard finds past runs (the files ``utilon report`` reads)."""
+    dashboard finds past runs (the files ``utilon report`` reads).  ``/metrics`` needs a token
+    (an admin's shows every tenant, a tenant's only its own series) unless
+    ``public_metrics``."""
     metrics = Metrics(engine)
     runs_root = runs_dir if runs_dir is not None else Path("runs")
 
@@ -180,8 +182,13 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
         return FileResponse(STATIC / name, media_type=ASSETS[name])
 
     @app.get("/metrics", include_in_schema=False)
-    def prometheus() -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    def prometheus(authorization: Annotated[str | None, Header()] = None) -> Response:
+        text = metrics.render()
+        if not public_metrics:
+            who = principal(authorization)
+            if not who.admin:
+                text = own_series(text, who.name)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     @app.get(f"/{API_VERSION}/timeline", responses=responses)
     def timeline(who: Who, since: Annotated[float, Query(ge=-1e12, le=1e12)] = -1e12
@@ -194,9 +201,10 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
     @app.get(f"/{API_VERSION}/runs", responses=responses)
     def runs(who: Who) -> dict[str, Any]:
         """Past runs (simulations, comparisons, batch live runs, exports) under the
-        service's runs folder."""
-        del who
-        return {"root": str(runs_root), "runs": list_runs(runs_root)}
+        service's runs folder: an admin sees all, a tenant the runs with jobs of its own,
+        counted over its own jobs."""
+        return {"root": str(runs_root) if who.admin else "",
+                "runs": list_runs(runs_root, who)}
 
     @app.get(f"/{API_VERSION}/runs/{{path:path}}", responses=responses)
     def run(who: Who, path: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100,

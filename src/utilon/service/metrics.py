@@ -13,6 +13,7 @@ engine at scrape time, plus a histogram of decision latency fed by the engine's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,3 +80,19 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+_TENANT = re.compile(rb'tenant="((?:[^"\\]|\\.)*)"')
+
+
+def own_series(text: bytes, tenant: str) -> bytes:
+    """The exposition ``text`` without the samples labelled with another tenant: what a
+    tenant's token may read of ``/metrics`` (issue 46: every tenant's names and counts were
+    public)."""
+    mine = tenant.replace("\\", "\\\\").replace('"', '\\"').encode("utf-8")
+    keep = []
+    for line in text.splitlines(keepends=True):
+        m = None if line.startswith(b"#") else _TENANT.search(line)
+        if m is None or m.group(1) == mine:
+            keep.append(line)
+    return b"".join(keep)

@@ -23,7 +23,9 @@ MAX_RUNS = 500
 POINTS = 300
 
 
-def list_runs(root: Path) -> list[dict[str, Any]]:
+def list_runs(root: Path, who: Principal | None = None) -> list[dict[str, Any]]:
+    """The runs under ``root``; for a tenant (not an admin, not ``None``) only those with jobs
+    of its own, their job and miss counts over its own jobs."""
     if not root.is_dir():
         return []
     found: list[dict[str, Any]] = []
@@ -38,11 +40,32 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
                     continue
                 if not isinstance(s, dict):
                     continue
+                jobs, misses = s.get("jobs"), s.get("misses")
+                if who is not None and not who.admin:
+                    jobs, misses = _own_counts(d, who)
+                    if not jobs:
+                        continue
                 found.append({"path": d.relative_to(root).as_posix(),
                               "scenario": s.get("scenario"), "policy": s.get("policy"),
                               "world": s.get("world", "slot"), "mode": s.get("mode", "sim"),
-                              "jobs": s.get("jobs"), "misses": s.get("misses")})
+                              "jobs": jobs, "misses": misses})
     return found
+
+
+def _own_counts(d: Path, who: Principal) -> tuple[int, int]:
+    """Jobs and misses of ``who``'s tenant in a run's jobs.csv."""
+    import csv
+
+    jobs = misses = 0
+    try:
+        with (d / "jobs.csv").open(newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                if who.may_see(r.get("tenant", "") or ""):
+                    jobs += 1
+                    misses += str(r.get("missed", "")).lower() in ("1", "true")
+    except (OSError, ValueError, csv.Error):
+        return 0, 0
+    return jobs, misses
 
 
 def resolve(root: Path, rel: str) -> Path | None:
