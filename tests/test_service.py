@@ -509,3 +509,15 @@ def test_metrics_and_runs_show_a_tenant_only_its_own(tmp_path: Path) -> None:
     b = list_runs(root, Principal("team-b", admin=False))
     assert [(r["path"], r["jobs"], r["misses"]) for r in b] == [("ab", 2, 2), ("b", 1, 0)]
     assert len(list_runs(root, Principal("ops", admin=True))) == 2
+
+
+def test_an_admin_submits_only_for_tenants_that_exist(service: tuple[TestClient, ServiceEngine],
+                                                      tokens: dict[str, Any]) -> None:
+    """Issue 46: an admin could submit for a tenant no token belongs to."""
+    client, _ = service
+    r = client.post("/v1/jobs", json=sleepy("ghost-1") | {"tenant": "nobody"},
+                    headers=h(tokens, "admin"))
+    assert r.status_code == 422 and "no tenant 'nobody'" in r.json()["error"]
+    r = client.post("/v1/jobs", json=sleepy("for-a-1") | {"tenant": "team-a"},
+                    headers=h(tokens, "admin"))
+    assert r.status_code == 201 and r.json()["tenant"] == "team-a"

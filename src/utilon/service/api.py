@@ -169,6 +169,11 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
             "tenant (admins only), admission (reject|accept)",
             examples=[{"id": "pi-1", "run": {"kind": "pi", "samples": 2000000, "tasks": 4},
                        "utility": {"kind": "deadline", "deadline": 120}}])]) -> JobOut:
+        tenant = job.get("tenant")
+        if who.admin and tenant is not None and tenant not in tenants.names:
+            # issue 46: an admin could submit for a tenant no token belongs to
+            raise RequestError(f"no tenant {str(tenant)[:80]!r}", status=422, where="tenant",
+                               fix="one of the tenants file's names (utilon token create)")
         return job_out(engine.submit(who, job))
 
     @app.get("/", include_in_schema=False)
