@@ -95,7 +95,34 @@ def test_submit_watch_cancel_in_the_page(browser: Any, server: dict[str, Any]) -
         wait_for(lambda: row_state(page, "web-1") == "cancelled",
                  what="the page to show cancelled")
         assert api.job("web-1")["state"] == "cancelled"
+        # issue 46: a cancelled job has no deadline status, in its row and in its detail
+        wait_for(lambda: "on-track" not in page.locator('#jobs tr[data-id="web-1"]')
+                 .inner_text(), what="the row to drop its deadline status")
+        wait_for(lambda: "cancelled" in page.inner_text("#detail h2"), what="the detail")
+        assert page.locator("#detail .mark").count() == 0
     page.screenshot(path=str(server["tmp"] / "dashboard-cancelled.png"), full_page=True)
+    page.close()
+
+
+def test_switching_tokens_clears_every_pane(browser: Any, server: dict[str, Any]) -> None:
+    """Issue 46: after a token switch the detail pane kept another tenant's job, with a
+    Cancel button."""
+    with Client(server["url"], server["a"]) as a:
+        a.submit(sleepy("switch-a", tasks=1, seconds=30, deadline=600))
+    page = page_for(browser, server, "a")
+    page.wait_for_selector('#jobs tr[data-id="switch-a"]')
+    page.click('#jobs tr[data-id="switch-a"]')
+    page.wait_for_selector("#detail h2")
+    assert page.locator("#cancel").count() == 1
+    page.fill("#token", server["b"])
+    page.click("#login button")
+    page.wait_for_timeout(300)  # past the switch, before and after the next poll
+    assert page.locator("#detail").is_hidden() and page.locator("#cancel").count() == 0
+    assert "switch-a" not in page.inner_text("#jobs")
+    page.wait_for_timeout(2000)
+    assert page.locator("#detail").is_hidden() and "switch-a" not in page.inner_text("#jobs")
+    with Client(server["url"], server["a"]) as a:
+        a.cancel("switch-a")
     page.close()
 
 

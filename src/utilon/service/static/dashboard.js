@@ -46,6 +46,8 @@ function mark(j) {
   const live = j.live || {};
   let status = live.deadline_status;
   if (j.state === "finished") status = j.missed ? "missed" : "met";
+  // a cancelled or failed job has no deadline left to keep (issue 46: "on-track")
+  if (["cancelled", "failed"].includes(j.state)) status = null;
   if (!status || status === "none") return "–";
   const cls = status === "at-risk" ? "risk" : status;
   return `<span class="mark ${cls}" data-status="${status}">${status}</span>`;
@@ -53,7 +55,8 @@ function mark(j) {
 
 function jobRow(j) {
   const live = j.live || {};
-  const risky = ["at-risk", "late"].includes(live.deadline_status) || j.missed === true;
+  const risky = !["cancelled", "failed"].includes(j.state) &&
+    (["at-risk", "late"].includes(live.deadline_status) || j.missed === true);
   const when = j.finished ?? live.estimated_completion;
   const util = j.utility ?? live.utility_now;
   const tasks = live.tasks ? `${live.tasks_done}/${live.tasks} (${live.tasks_running} running)`
@@ -235,7 +238,11 @@ $("login").onsubmit = (ev) => {
   ev.preventDefault();
   S.token = $("token").value.trim();
   localStorage.setItem("utilon-token", S.token);
-  S.samples = []; S.since = -1e12; S.selected = null;
+  S.samples = []; S.since = -1e12; S.selected = null; S.offset = 0; S.runOffset = 0;
+  // another token is another tenant: nothing the last one saw stays on the page (issue 46)
+  for (const id of ["detail", "run"]) { $(id).innerHTML = ""; $(id).hidden = true; }
+  for (const id of ["jobs", "machines", "tenants", "runs"]) $(id).innerHTML = "";
+  $("alloc").innerHTML = ""; $("alloc-legend").innerHTML = ""; $("latency").textContent = "";
   say("token set", true);
   refresh();
 };
