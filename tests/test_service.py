@@ -521,3 +521,22 @@ def test_an_admin_submits_only_for_tenants_that_exist(service: tuple[TestClient,
     r = client.post("/v1/jobs", json=sleepy("for-a-1") | {"tenant": "team-a"},
                     headers=h(tokens, "admin"))
     assert r.status_code == 201 and r.json()["tenant"] == "team-a"
+
+
+def test_allocation_returns_to_zero_after_the_last_task(
+        service: tuple[TestClient, ServiceEngine], tokens: dict[str, Any]) -> None:
+    """Issue 46: the allocation gauge and chart never returned to 0 after the last task (a
+    sample was taken only once a second, on batches with stimuli)."""
+    client, engine = service
+    assert client.post("/v1/jobs", json=sleepy("drain-1", tasks=1, seconds=0.3),
+                       headers=h(tokens, "a")).status_code == 201
+    wait_for(lambda: client.get("/v1/jobs/drain-1", headers=h(tokens, "a")).json()["state"]
+             == "finished", what="drain-1 to finish")
+    wait_for(lambda: not engine.core.active or not any(
+        rt.running for rt in engine.core.active.values()), what="nothing running")
+    samples = client.get("/v1/timeline", headers=h(tokens, "admin")).json()["samples"]
+    assert any(s["tenants"] for s in samples)  # it held slots while it ran
+    assert samples[-1]["tenants"] == {}
+    text = client.get("/metrics", headers=h(tokens, "admin")).text
+    assert 'utilon_allocation_slots{tenant="team-a"}' not in text or \
+        'utilon_allocation_slots{tenant="team-a"} 0.0' in text

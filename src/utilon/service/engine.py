@@ -401,8 +401,13 @@ class ServiceEngine:
                             hook(ms)
                 self.stats.batches += 1
                 self._record(now, stimuli, cmds, before)
-                if now - last_sample >= self.sample_every:
-                    self.stats.samples.append(self._sample(now))
+                samples = self.stats.samples
+                # the sample after the last task ends is kept whatever its spacing, so the
+                # allocation returns to 0 on the chart and the gauge (issue 46)
+                drained = (bool(samples) and bool(samples[-1].tenants)
+                           and not any(rt.running for rt in core.active.values()))
+                if now - last_sample >= self.sample_every or drained:
+                    samples.append(self._sample(now))
                     last_sample = now
 
     def _record(self, now: float, stimuli: list[Stimulus], cmds: list[Any],
