@@ -264,7 +264,7 @@ def test_plan_from_the_cli_writes_its_table_and_plot(tmp_path: Path) -> None:
     res = invoke("plan", str(OWN), "--policy", "cura", "--target", "misses<=0", "--out",
                  str(out), "--jobs", "1")
     assert res.exit_code == 0, res.output
-    assert "smallest fleet:" in res.stdout and "servers" in res.stdout
+    assert "smallest fleet on every seed:" in res.stdout and "servers" in res.stdout
     doc = json.loads((out / "plan.json").read_text())
     assert doc["unit"] == "servers" and doc["answer"] >= 1
     assert (out / "plan.png").stat().st_size > 1000
