@@ -4,6 +4,9 @@ scheduler can beat -- each job alone on the empty cluster at its own submission 
 
     .venv/bin/python benchmarks/cora_headroom.py [--seeds 1 2 3] [--json F]
     .venv/bin/python benchmarks/cora_headroom.py --sum-study --seeds $(seq 1 40)
+    .venv/bin/python benchmarks/cora_headroom.py --sum-study --issue21 \
+        --only "run floors, window 2 (cora-ct-sum)" --seeds $(seq 41 60) \
+        --json benchmarks/results-cora-sum-issue21.json   # issue 21's workload, new seeds
 
 A few seconds per seed.  Also, per seed, where ``cora-ct``'s sum goes
 against EDF's (``trades``): the utility it loses on the jobs EDF serves better, the utility it
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from utilon.repro import cora as R
 from utilon.runner import run_policy
@@ -73,21 +77,26 @@ def overrides(edf: dict, out, classes: tuple[str, ...] = ("critical", "sensitive
 
 
 BASELINES = ("edf-p", "fifo", "rrh", "fair")
-STUDY = {"run floors, window 2 (cora-ct-sum)": SUM,
-         "present floors": {**SUM, "floors": "present"},
-         "no floors": {**SUM, "floors": "none"},
-         "window 1": {**SUM, "window": 1.0},
-         "window 4": {**SUM, "window": 4.0}}
+STUDY: dict[str, dict[str, Any]] = {
+    "run floors, window 2 (cora-ct-sum)": SUM,
+    "present floors": {**SUM, "floors": "present"},
+    "no floors": {**SUM, "floors": "none"},
+    "window 1": {**SUM, "window": 1.0},
+    "window 4": {**SUM, "window": 4.0}}
 
 
-def sum_study(seeds: list[int], path: Path) -> None:
+ISSUE21 = {"scale": 0.5, "mu_unit": 60.0, "standalone": "measured", "count_self": True}
+"""Issue 21's calibration (before issue 44's): what ``--issue21`` runs."""
+
+
+def sum_study(seeds: list[int], path: Path, knobs: dict | None = None) -> None:
     """``above_min: sum`` and its ablations against the best baseline on each seed: how
     often the sum is at least the best baseline's and the minimum at least the best
     baseline's, and how many jobs ended below the level their floor kept."""
     per: dict[str, dict] = {}
     for seed in seeds:
-        wl = R.cora_workload(100, MIX, seed, name="headroom")
-        row: dict = {}
+        wl = R.cora_workload(100, MIX, seed, name="headroom", **(knobs or {}))
+        row: dict = {"alone": R.alone_bound(wl, ("critical", "sensitive"))}
         for b in BASELINES:
             umin, usum = R._u_stats(run_policy(wl, b).rows, ("critical", "sensitive"))
             row[b] = {"min": round(umin, 4), "sum": round(usum, 2)}
@@ -100,19 +109,27 @@ def sum_study(seeds: list[int], path: Path) -> None:
     summary = {}
     for label, params in STUDY.items():
         dsum = [r[label]["sum"] - max(r[b]["sum"] for b in BASELINES) for r in per.values()]
+        both = [r[label]["sum"] >= max(r[b]["sum"] for b in BASELINES) - 1e-9
+                and r[label]["min"] >= max(r[b]["min"] for b in BASELINES) - 1e-9
+                for r in per.values()]
         dmin = [r[label]["min"] - max(r[b]["min"] for b in BASELINES) for r in per.values()]
         summary[label] = {
             "seeds": len(dsum),
             "sum_minus_best_baseline_mean": round(sum(dsum) / len(dsum), 3),
             "sum_minus_best_baseline_worst": round(min(dsum), 3),
             "sum_at_least_every_baseline": sum(d >= -1e-9 for d in dsum),
+            "both_headlines": sum(both),
+            "best_min_at_alone_bound": sum(
+                max(r[b]["min"] for b in BASELINES) >= r["alone"]["min"] - 1e-4
+                for r in per.values()),
             "min_at_least_every_baseline": sum(d >= -1e-9 for d in dmin),
             "min_minus_best_baseline_worst": round(min(dmin), 4),
             "floors_broken": (None if params.get("floors") == "none" else
                               sum(r[label]["floors_broken"] for r in per.values()))}
         print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in summary[label].items()),
               flush=True)
-    path.write_text(json.dumps({"workload": R.CALIBRATED, "summary": summary, "seeds": per},
+    path.write_text(json.dumps({"workload": knobs or R.CALIBRATED, "summary": summary,
+                                "seeds": per},
                                indent=2) + "\n", encoding="utf-8")
 
 
@@ -123,15 +140,24 @@ def main() -> None:
     ap.add_argument("--sum-study", action="store_true",
                     help="only above_min: sum and its ablations against the baselines "
                          "(default JSON: results-cora-sum.json)")
+    ap.add_argument("--issue21", action="store_true",
+                    help="with --sum-study: issue 21's workload (ISSUE21), not today's")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="with --sum-study: only these of its configurations")
     a = ap.parse_args()
     if a.sum_study:
-        sum_study(a.seeds, a.json or Path(__file__).with_name("results-cora-sum.json"))
+        if a.only:
+            for k in list(STUDY):
+                if k not in a.only:
+                    del STUDY[k]
+        sum_study(a.seeds, a.json or Path(__file__).with_name("results-cora-sum.json"),
+                  ISSUE21 if a.issue21 else None)
         return
     a.json = a.json or Path(__file__).with_name("results-cora-headroom.json")
     out = {}
     for seed in a.seeds:
         wl = R.cora_workload(100, MIX, seed, name="headroom")
-        row = {"alone_bound": R.alone_bound(wl, ("critical", "sensitive"))}
+        row: dict[str, Any] = {"alone_bound": R.alone_bound(wl, ("critical", "sensitive"))}
         rows = {}
         for name, params in CONFIGS:
             o = run_policy(wl, name, params)

@@ -309,3 +309,28 @@ def test_loss_rate_order_and_floor_repair() -> None:
 def test_bad_parameters_are_refused(bad: dict) -> None:
     with pytest.raises(ParameterError, match="cora-ct"):
         make_policy("cora-ct", bad)
+
+
+def test_one_container_needs_no_margin_and_the_order_is_the_optimum() -> None:
+    """Issue 44's two-job instance: one container; A (p = 5, μ = 0.01, goal 250) and B
+    (p = 5, μ = 0.1, goal 240), one 100 s task each.  EDF serves B first: min 3.11, sum 8.11;
+    A first gives min 4.09, sum 9.00, the optimum of both.  A full task of margin read each
+    job 100 s late and made B first look better; on one container the fluid schedule is the
+    real one (Graham's bound: (1 - 1/C) of a task duration), so no margin, and both
+    ``cora-ct`` and ``cora-ct-sum`` serve A first."""
+    jobs = [{"id": "A", "submit": 0, "stages": [{"name": "map", "durations": [100.0]}],
+             "utility": {"kind": "sigmoid", "deadline": 250.0, "p": 5.0, "mu": 0.01}},
+            {"id": "B", "submit": 0, "stages": [{"name": "map", "durations": [100.0]}],
+             "utility": {"kind": "sigmoid", "deadline": 240.0, "p": 5.0, "mu": 0.1}}]
+    doc = {"name": "two", "cluster": {"machines": [{"id": "m", "count": 1,
+                                                    "capacity": {"slots": 1}}]},
+           "workload": {"jobs": jobs}}
+    wl = build_workload(parse_scenario(doc, "two.yaml"))
+    got = {}
+    for label, name, params in (("edf", "edf-p", {}), ("ct", "cora-ct", {}),
+                                ("sum", "cora-ct", {"above_min": "sum"})):
+        res = Simulation(wl.cluster, wl.jobs, make_policy(name, params)).run()
+        u = [j.utility.value(res.core.jobs[j.id].finish) for j in wl.jobs]
+        got[label] = (round(min(u), 2), round(sum(u), 2))
+    assert got["edf"] == (3.11, 8.11)
+    assert got["ct"] == got["sum"] == (4.09, 9.0)

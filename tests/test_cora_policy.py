@@ -20,6 +20,8 @@ from utilon.policies.cora.exact import slots_needed
 from utilon.policies.cora.policy import Cora, grants_from, slotted_instance
 from utilon.policies.rrh import decay_rate
 from utilon.repro import cora as R
+from utilon.repro.cora_claims import CLAIMS as CORA_CLAIMS
+from utilon.repro.cora_claims import SYSTEMS as CORA_SYSTEMS
 from utilon.runner import run_policy
 from utilon.scenario import load_workload
 from utilon.sim.engine import Simulation
@@ -152,7 +154,7 @@ def test_cora_workload_follows_section_3c() -> None:
         assert 40 <= maps <= 100 and 5 <= reds <= 20
         u = j.utility
         assert isinstance(u, Sigmoid) and 1 <= u.p <= 5 and j.weight == pytest.approx(u.p)
-        mu_min = u.mu * 60
+        mu_min = u.mu * R.CALIBRATED["mu_unit"]  # μ in the calibrated unit
         lo, hi = {"critical": (4, 6), "sensitive": (0.01, 1), "insensitive": (0, 0)}[
             j.job_class]
         assert lo - 1e-6 <= mu_min <= hi + 1e-6
@@ -173,16 +175,25 @@ def test_reproduce_quick_prints_tables_beside_the_paper(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """`utilon reproduce cora --quick` end to end, on smaller tables (the quick run itself
     takes half a minute; the tables' contents are tested above)."""
-    table1, vary_mix = R.table1, R.vary_mix
-    monkeypatch.setattr(R, "table1", lambda n, *a, **k: table1(min(n, 20), *a, **k))
-    monkeypatch.setattr(R, "vary_mix", lambda n, seed, percents, *a, **k: vary_mix(
-        min(n, 10), seed, percents[:2], *a, **k))
-    res = CliRunner().invoke(app, ["reproduce", "cora", "--quick", "--out", str(tmp_path)])
+    monkeypatch.setitem(R.SIZES, "table1_quick", 16)
+    monkeypatch.setitem(R.SIZES, "mix", 8)
+    monkeypatch.setitem(R.SIZES, "percents_quick", (10, 60))
+    res = CliRunner().invoke(app, ["reproduce", "cora", "--quick", "--seeds", "2", "--jobs", "1",
+                                   "--seed", "3", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
-    for title in ("Table I", "Fig. 3", "Table II", "Table III"):
+    for title in ("Table I", "Fig. 3", "Table II", "Table III", "headroom",
+                  "CORA's claims over 2 seed(s) (3–4)"):
         assert title in res.stdout
     assert "241.8" in res.stdout  # the paper's CORA sum utility, printed beside ours
     results = json.loads((tmp_path / "results.json").read_text())
+    assert results["seeds"] == [3, 4] and set(results["per_seed"]) == {"3", "4"}
+    claims = {c["key"]: c for c in results["claims"]}
+    assert set(claims) == {c.key for c in CORA_CLAIMS}
+    for c in claims.values():  # the faithful system first, each on both seeds
+        assert [r["system"] for r in c["systems"]] == list(CORA_SYSTEMS)
+        assert all(r["n"] == 2 for r in c["systems"])
+    head = claims["table1.sum"]["systems"][0]["extra"][0]
+    assert head["alone_sum"] >= head["best_baseline_sum"] - 1e-9  # the bound bounds
     assert set(results["table1"]["rows"]) == set(R.SCHEDULERS)
     assert results["table1"]["rows"]["cora"]["solver_ms_mean"] > 0
     for f in results["figures"]:
@@ -285,7 +296,7 @@ def test_calibration_knobs_of_the_table1_workload() -> None:
     # only where N(1.25, 0.1) x active falls that low, never here)
     alone = R.alone_bound(calibrated, ("critical", "sensitive", "insensitive"))
     assert alone["min"] > 0
-    today = R.cora_workload(12, mix, 4, scale=1.0, standalone="bound")
+    today = R.cora_workload(12, mix, 4, scale=1.0, standalone="bound", mu_unit=60.0)
     per_s = R.cora_workload(12, mix, 4, scale=1.0, standalone="template", mu_unit=1.0)
     bench = R.template_standalone()
     for a, b in zip(today.jobs, per_s.jobs, strict=True):

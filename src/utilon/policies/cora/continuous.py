@@ -43,8 +43,9 @@ Smith's rule on the utilities' loss rates (``loss_rate_order``, ``protect_floors
 What this is not: the fluid model ignores that a task occupies a container for its whole
 duration (a plan may split a task's work across time) and lets a capacity change take effect
 only at the next decision; both are what re-planning absorbs, and the safety margin of the
-policy (each utility read about one task duration after the fluid finish, never past the
-point where it falls to its floor) covers in the plan.
+policy (each utility read (1 - 1/C) task durations after the fluid finish -- Graham's bound
+on how much later a list schedule of whole tasks on C containers finishes; nothing on one
+container, issue 44 -- never past the point where it falls to its floor) covers in the plan.
 """
 
 from __future__ import annotations
@@ -353,10 +354,17 @@ def plan(snapshot: ClusterSnapshot, jobs: list[JobView], capacity: float, pieces
     grid = make_grid(now, capacity, pieces.work, earliest, resolution)
     times = np.maximum(grid[None, :], earliest[:, None])
     # plan against finishing one margin later than the fluid model says: the fluid schedule
-    # splits tasks and stages share containers, so a real finish lands up to about one task
-    # duration after the fluid one -- enough to lose most of a CT-critical job's sigmoid
-    pad = margin * np.array([next((s.expected_duration for s in j.stages if s.total - s.done),
-                                  0.0) for j in jobs])
+    # splits tasks and stages share containers, so a real finish lands after the fluid one
+    # -- enough to lose most of a CT-critical job's sigmoid.  By how much: Graham's list-
+    # scheduling bound.  A task starts no later than when the work ahead of it, spread over
+    # the C containers, is done, so it ends at most (1 - 1/C) of its own duration after the
+    # fluid finish: a margin of one task duration times (1 - 1/C).  On one container the
+    # fluid schedule is the real one and there is nothing to cover (issue 44: a full task
+    # of margin there served two single-task jobs in EDF's order, min 3.11 / sum 8.11, where
+    # the other order gives 4.09 / 9.00)
+    pad = margin * (1.0 - 1.0 / max(capacity, 1.0)) * np.array(
+        [next((s.expected_duration for s in j.stages if s.total - s.done), 0.0)
+         for j in jobs])
     pad = np.minimum(pad, _room(jobs, times, earliest))
     utility = np.minimum.accumulate(utility_table(jobs, times + pad[:, None]), axis=1)
     utility = np.maximum(utility, 0.0)

@@ -1,0 +1,54 @@
+"""What every ``utilon reproduce <paper>`` command shares: the app, options, number formats
+and the per-claim table over seeds (:mod:`utilon.repro.claims`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from utilon.cli.common import out
+from utilon.repro.claims import DEFAULT_SEEDS, QUICK_SEEDS, fmt_ours, fmt_share
+
+reproduce_app = typer.Typer(help="Reproduce a paper's evaluation: tables (paper beside ours), "
+                            "its claims checked over many seeds, and figures.",
+                            no_args_is_help=True)
+
+SeedsOpt = Annotated[int | None, typer.Option(
+    "--seeds", help=f"check the paper's claims on this many seeds, --seed, --seed + 1, ... "
+    f"(default {DEFAULT_SEEDS}; {QUICK_SEEDS} with --quick)", show_default=False)]
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.{nd}f}" if isinstance(x, float) else str(x)
+
+
+def _p(x: float | None, nd: int = 0) -> str:
+    return "–" if x is None or x != x else f"{x:.{nd}f}%"
+
+
+def _s(x: float | None) -> str:
+    return "–" if x is None or x != x else f"{x:,.0f}"
+
+
+def print_claims(res: dict[str, Any], paper: str) -> None:
+    """The paper's claims over the run's seeds: per claim and system, the paper's number, ours
+    (mean and range over seeds) and the share of seeds on which the claim holds."""
+    seeds = res["seeds"]
+    t = Table(title=f"{paper}'s claims over {len(seeds)} seed(s) ({seeds[0]}–{seeds[-1]}): "
+              "held = on at least 80% of seeds, fragile = on fewer, failed = on none",
+              title_justify="left", show_lines=True)
+    for c in ("claim (paper)", "paper", "rule (one seed)", "system", "ours: mean [range]",
+              "holds on"):
+        t.add_column(c, overflow="fold")
+    style = {"held": "green", "fragile": "yellow", "failed": "red"}
+    for c in res["claims"]:
+        for i, r in enumerate(c["systems"]):
+            first = i == 0
+            t.add_row(c["claim"] if first else "", c["paper"] if first else "",
+                      c["rule"] if first else "", r["system"], fmt_ours(r, c["unit"]),
+                      f"[{style[r['verdict']]}]{fmt_share(r)}[/]")
+    out.print(t)
