@@ -12,7 +12,11 @@ drop it once waiting longer would miss the deadline.
 * ``dedicated``: each customer leases its own VMs, as many of each type as its own jobs use at
   their peak (found by replaying its jobs at their optimal configurations from arrival), and
   runs Hadoop clusters on them on demand.  The fleet is what first-fit needs to host all
-  customers' VMs; it is not searched (``fixed_servers``).
+  customers' VMs; it is not searched (``fixed_servers``).  The peak is taken over the whole
+  run, so it exceeds the customer's share of the shared peak only when the run spans many job
+  lengths: on a run about one job long, every customer's jobs overlap and dedicated clusters
+  need fewer servers than per-job clusters, the reverse of the paper's Fig. 5(a) (issue 44;
+  ``utilon.repro.cura.ARRIVAL_RATE``).
 * ``per-job-opt``: Cura's instant allocation from shared pools (equal core share per type),
   but always the per-job optimal configuration (the first of Cura's sub-techniques, Fig. 6).
   Configurations larger than their type's whole pool are never chosen (they could never run).
