@@ -48,6 +48,8 @@ from utilon.model.job import Job
 from utilon.parallel import Fanout
 from utilon.policies import make_policy
 from utilon.policies.ras.profiles import SHUFFLE, TABLE2, concurrency
+from utilon.repro.claims import seed_list, summarize
+from utilon.repro.ras_claims import CLAIMS, SYSTEMS, best_fair_k, goals_missed, observe
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
 from utilon.sim.engine import SimResult, Simulation
@@ -163,8 +165,10 @@ def scenario_document(jobs: list[dict[str, Any]], name: str, seed: int,
             "policies": {"ras": ras_params()}}
 
 
-def ras_params(interval: float = 30.0) -> dict[str, Any]:
-    return {"interval": interval, "shuffle": SHUFFLE}
+def ras_params(interval: float = 30.0, system: str = "ras") -> dict[str, Any]:
+    """The ``ras`` policy's parameters for ``system`` (the faithful ``ras`` or a named
+    variant, :data:`utilon.repro.ras_claims.SYSTEMS`)."""
+    return {"interval": interval, "shuffle": SHUFFLE, **SYSTEMS[system]}
 
 
 def workload(goals: str, seed: int, calib: Calibration = CALIBRATION,
@@ -235,10 +239,11 @@ class RasRun:
         return out
 
 
-def simulate(wl: Workload, label: str, policy: str, params: dict[str, Any]) -> RasRun:
+def simulate(wl: Workload, label: str, policy: str, params: dict[str, Any],
+             record_usage: bool = True) -> RasRun:
     pol = make_policy(policy, params)
     sim = Simulation(wl.cluster, wl.jobs, pol, estimates=wl.spec.simulation.estimates,
-                     record_usage=True)
+                     record_usage=record_usage)
     res = sim.run()
     if res.stopped_early:
         raise RuntimeError(f"{label}: the run stopped early: {res.stopped_early}")
@@ -254,8 +259,27 @@ def fair(k: int) -> tuple[str, dict[str, Any]]:
 Run = tuple[Workload, str, str, dict[str, Any]]  # workload, label, policy, parameters
 
 
+@dataclass(frozen=True)
+class RunBrief:
+    """What the claims need of a run on a seed other than the first (small to send back)."""
+
+    label: str
+    finish: dict[str, float]
+    makespan: float
+    mean_tasks: float
+
+    def concurrency(self) -> float:
+        return self.mean_tasks
+
+
 def _simulate(_: None, run: Run, progress: Callable[[int, int], None] | None) -> RasRun:
     return simulate(*run)
+
+
+def _simulate_brief(_: None, run: Run, progress: Callable[[int, int], None] | None
+                    ) -> RunBrief:
+    r = simulate(*run, record_usage=False)
+    return RunBrief(r.label, r.finish, r.makespan, r.concurrency())
 
 
 def simulate_all(fanout: Fanout, runs: list[Run], what: str) -> list[RasRun]:
@@ -266,7 +290,7 @@ def simulate_all(fanout: Fanout, runs: list[Run], what: str) -> list[RasRun]:
 def experiment1_runs(seed: int, calib: Calibration) -> list[Run]:
     wl, _ = workload("relaxed", seed, calib)
     return ([(wl, f"fair-{k}", *fair(k)) for k in range(1, 9)]
-            + [(wl, "ras", "ras", ras_params())])
+            + [(wl, s, "ras", ras_params(system=s)) for s in SYSTEMS])
 
 
 def experiment1(seed: int, calib: Calibration, fanout: Fanout,
@@ -320,7 +344,7 @@ def summarize_exp1(runs: dict[str, RasRun]) -> dict[str, Any]:
     fair_ms = {k: runs[f"fair-{k}"].makespan for k in range(1, 9)}
     best = min(fair_ms, key=lambda k: (fair_ms[k], k))
     return {
-        "makespan": {"ras": _round(ras.makespan),
+        "makespan": {**{s: _round(runs[s].makespan) for s in SYSTEMS if s in runs},
                      **{f"fair-{k}": _round(v) for k, v in fair_ms.items()}},
         "fair_best_k": best,
         "ras_gain_pct": {f"fair-{k}": _round(100.0 * (v - ras.makespan) / ras.makespan)
@@ -335,50 +359,102 @@ def summarize_exp1(runs: dict[str, RasRun]) -> dict[str, Any]:
     }
 
 
-def summarize_exp2(ras: RasRun, fair_run: RasRun, ras1: RasRun) -> dict[str, Any]:
-    """Per job: goal, the paper's and our completion, and ours in Experiment 1 (does a tight
-    goal make RAS finish the job earlier than relaxed goals did? The paper: J1 and J8 yes)."""
+def summarize_exp2(runs2: dict[str, Any], runs1: dict[str, Any], best: int) -> dict[str, Any]:
+    """Per job: goal, the paper's completion, ours under each RAS system and under Fair with
+    the best static k, and each RAS system's in Experiment 1 (does a tight goal make RAS
+    finish the job earlier than relaxed goals did? The paper: J1 and J8 yes, J7 no)."""
+    fair_label = f"fair-{best}"
+    labels = [*SYSTEMS, fair_label]
     rows = {}
     for j in TABLE1:
-        ours = ras.finish.get(j.label, math.nan)
-        rows[j.label] = {"goal": j.goal, "paper": j.exp2, "paper_met": j.exp2 <= j.goal,
-                         "paper_exp1": j.exp1,
-                         "ours_exp1": _round(ras1.finish.get(j.label, math.nan)),
-                         "ours": _round(ours), "ours_met": bool(ours <= j.goal + 1e-6),
-                         "fair (ours)": _round(fair_run.finish.get(j.label, math.nan)),
-                         "fair_met": bool(fair_run.finish.get(j.label, math.inf) <= j.goal)}
-    return {"jobs": rows, "makespan": {"ras": _round(ras.makespan),
-                                       fair_run.label: _round(fair_run.makespan)},
+        row: dict[str, Any] = {"goal": j.goal, "paper": j.exp2, "paper_met": j.exp2 <= j.goal,
+                               "paper_exp1": j.exp1}
+        for lab in labels:
+            t = runs2[lab].finish.get(j.label, math.nan)
+            row[lab] = {"ours": _round(t), "met": bool(t <= j.goal + 1e-6)}
+            if lab in SYSTEMS:
+                row[lab]["exp1"] = _round(runs1[lab].finish.get(j.label, math.nan))
+        rows[j.label] = row
+    return {"jobs": rows, "fair": fair_label, "systems": labels,
+            "makespan": {lab: _round(runs2[lab].makespan) for lab in labels},
             "met": {"paper": sum(r["paper_met"] for r in rows.values()),
-                    "ours": sum(r["ours_met"] for r in rows.values()),
-                    "fair (ours)": sum(r["fair_met"] for r in rows.values())}}
+                    **{lab: sum(r[lab]["met"] for r in rows.values()) for lab in labels}}}
 
 
-def reproduce(out: Path, *, quick: bool = False, seed: int = 0,
+def seed_runs(seed: int) -> list[Run]:
+    """One seed's runs for the claims: Experiment 1 (Fair-1…8 and every RAS system) and
+    Experiment 2 (the same, with Table 1's goals; Fair ignores goals, but it is re-run rather
+    than assumed)."""
+    wl2, _ = workload("tight", seed)
+    return experiment1_runs(seed, CALIBRATION) + [
+        (wl2, r[1], r[2], r[3]) for r in experiment1_runs(seed, CALIBRATION)]
+
+
+def seed_outcome(runs1: dict[str, Any], runs2: dict[str, Any]
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The numbers :func:`utilon.repro.ras_claims.observe` reads, from one seed's runs."""
+    exp1 = {"makespan": {k: r.makespan for k, r in runs1.items()},
+            "concurrency": {k: r.concurrency() for k, r in runs1.items()},
+            "finish": {k: r.finish for k, r in runs1.items()}}
+    exp2 = {"makespan": {k: r.makespan for k, r in runs2.items()},
+            "finish": {k: r.finish for k, r in runs2.items()}}
+    return exp1, exp2
+
+
+GOALS = {j.label: j.goal for j in TABLE1}
+
+
+def reproduce(out: Path, *, quick: bool = False, seed: int = 0, seeds: int | None = None,
               progress: Callable[[str], None] = lambda _m: None,
               jobs: int | None = None, ray_address: str | None = None) -> dict[str, Any]:
-    """Run the experiments, write figures and ``results.json`` into ``out``; return them.
-    The independent simulations run in parallel (``jobs`` processes, or on Ray)."""
+    """Run the experiments on ``seed_list(seed, seeds, quick)``, write figures (first seed)
+    and ``results.json`` into ``out``; return them.  The independent simulations run in
+    parallel (``jobs`` processes, or on Ray)."""
     out.mkdir(parents=True, exist_ok=True)
     for goals in ("relaxed", "tight"):
         _, doc = workload(goals, seed)
         (out / f"scenario-{goals}.json").write_text(json.dumps(doc, indent=1))
     with Fanout(jobs, ray_address, progress) as fan:
-        return _reproduce(out, quick, seed, fan, progress)
+        return _reproduce(out, quick, seed_list(seed, seeds, quick), fan, progress)
 
 
-def _reproduce(out: Path, quick: bool, seed: int, fan: Fanout,
+def _reproduce(out: Path, quick: bool, seeds: list[int], fan: Fanout,
                progress: Callable[[str], None]) -> dict[str, Any]:
     from utilon.repro.ras_figures import write_figures
 
-    exp1 = experiment1(seed, CALIBRATION, fan)
-    wl2, _ = workload("tight", seed)
-    best = summarize_exp1(exp1)["fair_best_k"]
-    ras2, fair2 = simulate_all(fan, [(wl2, "ras", "ras", ras_params()),
-                                     (wl2, f"fair-{best}", *fair(best))],
-                               f"Experiment 2: RAS and Fair with {best} slots, tight goals")
+    seed = seeds[0]
+    first = seed_runs(seed)
+    n = len(first) // 2
+    done_first = simulate_all(fan, first, f"seed {seed}: Experiments 1 and 2")
+    rest = [r for s in seeds[1:] for r in seed_runs(s)]
+    done_rest = fan.map(_simulate_brief, rest,
+                        what=f"seeds {seeds[1]}–{seeds[-1]}: Experiments 1 and 2") \
+        if rest else []
+    done: list[Any] = list(done_first) + list(done_rest)
+    observations = []
+    per_seed = []
+    for i, s in enumerate(seeds):
+        chunk = done[2 * n * i: 2 * n * (i + 1)]
+        runs1 = {r.label: r for r in chunk[:n]}
+        runs2 = {r.label: r for r in chunk[n:]}
+        exp1, exp2 = seed_outcome(runs1, runs2)
+        observations += observe(s, exp1, exp2, GOALS)
+        k = best_fair_k(exp1["makespan"])
+        per_seed.append({
+            "seed": s, "fair_best_k": k,
+            "exp1_makespan": {lab: _round(exp1["makespan"][lab])
+                              for lab in (*SYSTEMS, f"fair-{k}")},
+            "concurrency": {lab: _round(exp1["concurrency"][lab], 2)
+                            for lab in (*SYSTEMS, "fair-4")},
+            "exp2_makespan": {lab: _round(exp2["makespan"][lab]) for lab in SYSTEMS},
+            "exp2_missed": {lab: goals_missed(exp2["finish"][lab], GOALS)
+                            for lab in (*SYSTEMS, *(f"fair-{j}" for j in range(1, 9)))}})
+        if i == 0:
+            exp1_first, runs2_first = runs1, runs2
+    best = best_fair_k({k: r.makespan for k, r in exp1_first.items()})
     res: dict[str, Any] = {
-        "quick": quick, "seed": seed, "paper": PAPER,
+        "quick": quick, "seed": seed, "seeds": seeds, "paper": PAPER,
+        "systems": list(SYSTEMS),
         "workload": [{"job": j.label, "app": j.app, "input_gb": j.input_gb,
                       "maps": j.maps, "reduces": REDUCERS[j.app],
                       "map_s": _round(task_seconds(j)[0]), "reduce_s": _round(task_seconds(j)[1]),
@@ -386,8 +462,10 @@ def _reproduce(out: Path, quick: bool, seed: int, fan: Fanout,
         "thrashing": THRASHING,
         "calibration": {"isolation_slots": CALIBRATION.isolation_slots,
                         "reduce_share": CALIBRATION.reduce_share},
-        "exp1": summarize_exp1(exp1),
-        "exp2": summarize_exp2(ras2, fair2, exp1["ras"]),
+        "exp1": summarize_exp1(exp1_first),
+        "exp2": summarize_exp2(runs2_first, exp1_first, best),
+        "per_seed": per_seed,
+        "claims": summarize(CLAIMS, observations, list(SYSTEMS)),
     }
     res["calibration"]["fit"] = calibration_fit(res["exp1"])
     alone = isolation(seed, fan)
@@ -400,11 +478,11 @@ def _reproduce(out: Path, quick: bool, seed: int, fan: Fanout,
             "Experiment 1 without thrashing (γ = 0)"))
         wl1, _ = workload("relaxed", seed)
         ivs = (10.0, 60.0)
-        done = simulate_all(fan, [(wl1, f"ras-T{iv:g}", "ras", ras_params(iv)) for iv in ivs],
-                            "Experiment 1: RAS with T = 10 s and 60 s")
-        res["interval"] = {f"{iv:g}": _round(r.makespan) for iv, r in zip(ivs, done, strict=True)}
+        ivr = simulate_all(fan, [(wl1, f"ras-T{iv:g}", "ras", ras_params(iv)) for iv in ivs],
+                           "Experiment 1: RAS with T = 10 s and 60 s")
+        res["interval"] = {f"{iv:g}": _round(r.makespan) for iv, r in zip(ivs, ivr, strict=True)}
         res["interval"]["30"] = res["exp1"]["makespan"]["ras"]
     progress("figures")
-    write_figures(out, exp1, ras2, best)
+    write_figures(out, exp1_first, runs2_first["ras"], best)
     (out / "results.json").write_text(json.dumps(res, indent=1, sort_keys=True))
     return res

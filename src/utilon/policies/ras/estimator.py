@@ -25,6 +25,9 @@ Our readings of the corners:
   requires every pending task at once (s_req = s_pend: "the job needs to be completed at the
   earliest possible time", §3.1).
 * A job with no pending map requires 0.
+* ``reduce_length`` (the ``ras`` policy's ``reduce_aware`` variant, off by default): the
+  maps must end that many seconds before the goal, so that the reduce phase fits.  §3.2
+  names only the goal, the pending maps and the mean task length; this is an extension.
 """
 
 from __future__ import annotations

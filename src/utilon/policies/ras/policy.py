@@ -31,6 +31,11 @@ Readings of what the paper leaves open (also in docs/policies.md#ras):
   pipelined shuffle), on the TaskTrackers reserved for them.
 * **"Map phase about to complete"** (lines 26–27): no map task is waiting for a slot; the
   job's reducers are then sized with the reduce profile.
+* **The estimator is §3.2's**: s_req from the goal, the pending maps and their mean
+  length, as if the job ended with its maps.  ``reduce_aware=True`` (a named variant,
+  ``ras-reduce-aware`` in ``utilon reproduce ras``; the default before issue 44) also
+  subtracts the reduce stage's expected length from the time left: the paper does not
+  describe it, so it is off by default.
 * ``unmeasured``, ``reduce_aware``, ``start``, ``tt_order``: the estimator's and Algorithm
   1's open corners, each with its alternative reading kept (docs/policies.md#ras, measured
   in docs/reproduction-ras.md and ``benchmarks/ras_swim.py``).
@@ -89,7 +94,7 @@ class Ras(Policy):
     def __init__(self, interval: float = 30.0, rounds: int = 3, parallel_copies: int = 5,
                  shuffle: dict[str, dict[str, float]] | None = None,
                  resources: list[str] | None = None, unmeasured: str = "all",
-                 reduce_aware: bool = True, tt_order: str = "free",
+                 reduce_aware: bool = False, tt_order: str = "free",
                  start: str = "running") -> None:
         if start not in ("running", "plan"):
             raise ValueError(f"start must be 'running' or 'plan', got {start!r}")
