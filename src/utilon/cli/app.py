@@ -18,12 +18,6 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from utilon.cli.cloud import (
-    cloud_table,
-    refuse_slot_options,
-    simulate_cloud,
-    validate_cloud,
-)
 from utilon.cli.common import (
     JobsOpt,
     RayAddressOpt,
@@ -45,26 +39,14 @@ from utilon.cli.reproduce import reproduce_app
 from utilon.cli.service import register as register_service
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
-from utilon.cloud.scenario import CloudWorkload, cloud_json_schema
-from utilon.core.feasibility import check_workload
 from utilon.errors import UtilonError
 from utilon.parallel import check_jobs
-from utilon.policies import (
-    cloud_policy_class,
-    make_policy,
-    policy_class,
-    policy_names,
-    policy_parameters,
-    world_of,
-)
-from utilon.scenario import load_scenario, load_workload, scenario_json_schema
-from utilon.scenario.admission import check_admission
-from utilon.scenario.build import Workload
-from utilon.scenario.digest import scenario_digest
 
 if TYPE_CHECKING:
+    from utilon.cloud.scenario import CloudWorkload
     from utilon.live import LiveProgress
     from utilon.runner import LiveOutput
+    from utilon.scenario.build import Workload
 
 # The simulator, the live backends and the policies are imported by the commands that use
 # them, not here: `utilon --help` and `validate` must start fast (tests/test_cli.py holds the
@@ -127,6 +109,8 @@ def _check_max_wall(seconds: float | None) -> None:
 def _default_out(workload: Workload | CloudWorkload) -> Path:
     """``runs/<name>-<digest>``: imports of different hours of one trace share a name, and
     their runs must not land in (and be reported from) one folder."""
+    from utilon.scenario.digest import scenario_digest
+
     return Path("runs") / f"{workload.name}-{scenario_digest(workload.spec)}"
 
 
@@ -161,6 +145,11 @@ def simulate(
     """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json
     and the timeline (allocation.csv, capacity.csv, attempts.csv).  A cloud scenario
     (``cloud:``) runs one of Cura's services on its fleet."""
+    from utilon.policies import policy_class
+    from utilon.scenario import load_scenario
+    from utilon.scenario.admission import check_admission
+    from utilon.scenario.build import Workload
+
     with _errors():
         workload = load_scenario(scenario, seed=seed, capacity=capacity)
         name = policy or (workload.spec.policy.name if workload.spec.policy else None)
@@ -169,7 +158,9 @@ def simulate(
                               fix="pass --policy NAME or set policy: in the scenario")
         _check_max_wall(max_wall)
         target = out_dir or _default_out(workload) / name
-        if isinstance(workload, CloudWorkload):
+        if not isinstance(workload, Workload):  # a cloud scenario: Cura's world
+            from utilon.cli.cloud import refuse_slot_options, simulate_cloud
+
             refuse_slot_options(workload, **{"--validate": validate, "--max-wall": max_wall})
             simulate_cloud(workload, name, _parse_params(param), target)
             if report:
@@ -211,12 +202,18 @@ def compare(
     The runs are independent and go to parallel processes (``--jobs``, default one per core)
     or to a Ray cluster (``--ray-address``); the outputs are the same as one after another.
     On a cloud scenario (``cloud:``) the policies are Cura's services (``all``: every one)."""
+    from utilon.scenario import load_scenario
+    from utilon.scenario.admission import check_admission
+    from utilon.scenario.build import Workload
+
     with _errors():
         check_jobs(jobs)
         _check_max_wall(max_wall)
         loaded = load_scenario(scenario, seed=seed, capacity=capacity)
         target = out_dir or _default_out(loaded)
-        if isinstance(loaded, CloudWorkload):
+        if not isinstance(loaded, Workload):  # a cloud scenario: Cura's world
+            from utilon.cli.cloud import refuse_slot_options
+
             refuse_slot_options(loaded, **{"--max-wall": max_wall})
             _compare_cloud(loaded, policies, target, jobs, ray_address, report)
             return
@@ -250,6 +247,7 @@ def compare(
 
 def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: int | None,
                    ray_address: str | None, report: bool) -> None:
+    from utilon.cli.cloud import cloud_table
     from utilon.runner import resolve_policies, run_policies
 
     names = resolve_policies(policies, world="cloud")
@@ -372,6 +370,10 @@ def run(
     report: ReportOpt = False,
 ) -> None:
     """Run a scenario's jobs for real (local worker processes or Ray) under one policy."""
+    from utilon.policies import policy_class
+    from utilon.scenario import load_workload
+    from utilon.scenario.admission import check_admission
+
     with _errors():
         if backend not in BACKENDS:
             from utilon.errors import UnknownNameError
@@ -494,6 +496,8 @@ def list_policies() -> None:
     """List the registered policies of both worlds with a one-line description and their
     parameters: the slot world's (scenarios with cluster:) and Cura's cloud services
     (scenarios with cloud:)."""
+    from utilon.policies import policy_names, policy_parameters
+
     for world, title in (("slot", "policies (slot world: scenarios with cluster:)"),
                          ("cloud", "cloud services (Cura's world: scenarios with cloud:)")):
         t = Table(title=title)
@@ -510,9 +514,17 @@ def list_policies() -> None:
 def validate(scenario: ScenarioArg, seed: SeedOpt = None) -> None:
     """Check a scenario file and say what it describes, or print one line saying what is wrong
     (including a job that could never run on its cluster, or under a policy it configures)."""
+    from utilon.core.feasibility import check_workload
+    from utilon.policies import make_policy
+    from utilon.scenario import load_scenario
+    from utilon.scenario.admission import check_admission
+    from utilon.scenario.build import Workload
+
     with _errors():
         loaded = load_scenario(scenario, seed=seed)
-        if isinstance(loaded, CloudWorkload):
+        if not isinstance(loaded, Workload):  # a cloud scenario: Cura's world
+            from utilon.cli.cloud import validate_cloud
+
             validate_cloud(loaded, scenario)
             return
         workload: Workload = loaded
@@ -547,6 +559,9 @@ def schema(
     = "slot",
 ) -> None:
     """Print the JSON Schema of the scenario format (of either world)."""
+    from utilon.cloud.scenario import cloud_json_schema
+    from utilon.scenario import scenario_json_schema
+
     with _errors():
         if world not in ("slot", "cloud"):
             raise UtilonError(f"unknown world {world!r}", where="--world",
@@ -560,6 +575,8 @@ def schema(
 
 
 def world_class(name: str) -> Any:
+    from utilon.policies import cloud_policy_class, policy_class, world_of
+
     return cloud_policy_class(name) if world_of(name) == "cloud" else policy_class(name)
 
 

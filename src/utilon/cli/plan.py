@@ -13,11 +13,8 @@ from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, ScenarioArg, SeedOpt, err, key_values, out
 from utilon.cli.common import errors as _errors
-from utilon.cloud.scenario import CloudWorkload
 from utilon.errors import UtilonError
 from utilon.parallel import check_jobs
-from utilon.policies import cloud_policy_class, policy_class
-from utilon.scenario import load_scenario
 
 if TYPE_CHECKING:  # the planner (and the simulator) load when a plan runs
     from utilon.plan import PlanResult, Point
@@ -50,7 +47,10 @@ def plan_command(
     """The fewest machines (of the scenario's kinds, in its proportions) at which TARGET holds
     under POLICY: a search over simulations of the scenario's jobs, several at once.  On a
     cloud scenario: the fewest servers under one of Cura's services."""
+    from utilon.cloud.scenario import CloudWorkload
     from utilon.plan import parse_target, plan
+    from utilon.policies import cloud_policy_class, policy_class
+    from utilon.scenario import load_scenario
 
     with _errors():
         goal = parse_target(target)

@@ -185,11 +185,6 @@ class CloudWorkload:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def is_cloud(data: Any) -> bool:
-    """A parsed scenario file is a cloud scenario when it has a ``cloud:`` section."""
-    return isinstance(data, dict) and "cloud" in data
-
-
 def cloud_json_schema() -> dict[str, Any]:
     schema = CloudScenarioSpec.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -8,21 +8,23 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from utilon.cloud.scenario import (
-    CloudWorkload,
-    build_cloud_workload,
-    is_cloud,
-    parse_cloud_scenario,
-)
 from utilon.errors import ScenarioError
 from utilon.model.cluster import CapacityAction, Cluster
 from utilon.scenario.build import Workload, build_cluster, build_workload
 from utilon.scenario.spec import ClusterSpec, ScenarioSpec
+
+if TYPE_CHECKING:  # Cura's world loads only for cloud scenarios: a slot scenario is read faster
+    from utilon.cloud.scenario import CloudWorkload
+
+
+def is_cloud(data: Any) -> bool:
+    """A parsed scenario file is a cloud scenario when it has a ``cloud:`` section."""
+    return isinstance(data, dict) and "cloud" in data
 
 M = TypeVar("M", bound=BaseModel)
 _log = logging.getLogger(__name__)
@@ -349,6 +351,8 @@ def load_scenario(path: str | Path, *, seed: int | None = None,
         raise ScenarioError("--capacity replaces a slot cluster's timeline; a cloud scenario "
                             "has servers, not machines", where=str(p),
                             fix="set cloud.servers in the scenario instead")
+    from utilon.cloud.scenario import build_cloud_workload, parse_cloud_scenario
+
     cspec = parse_cloud_scenario(data, str(p))
     with _last_defence(p, "docs/cloud.md"):
         return build_cloud_workload(cspec, seed=seed, source=str(p))
