@@ -17,8 +17,15 @@ every ``interval`` seconds (10 minutes, §5.2):
    overall deadline and the number of control intervals"), recomputed each step, and Eq. 3
    compares each interval's progress with that trajectory's increment over the interval
    (``tracking: interval``; ``cumulative`` compares cumulative progress, our reading before
-   issue 22); its weight is ω_j × δ_j(t + i) (Eq. 4, the job's utility relative to its value on
-   time — for a ``soft_hard`` utility with hard = 2 × soft that is exactly δ). Once the soft
+   issue 22); its weight is ω_j × δ_j (Eq. 4, the job's utility relative to its value on
+   time — for a ``soft_hard`` utility with hard = 2 × soft that is exactly δ).  Eq. 4 is a
+   function of the job's *finish time* y_j, which a controller can only predict: δ is read at
+   the earliest finish the job can still reach (all the forecast capacity, at its model's
+   speed; ``order.remaining_time``), or at the step's start if that is later (``decay:
+   finish``, issue 44).  Before issue 44 it was read at the step's start alone (``decay:
+   step``), as if any job could still finish at once: a job that could no longer meet its
+   soft bound kept the full weight, and the QP spread the shortfall over it too (10-15% more
+   penalty on 5 solar days in both modes, docs/reproduction-rds.md).  Once the soft
    bound has passed the reference aims at the hard bound, after that at "as soon as possible"
    (with δ = 0 such a job only gets capacity nobody else wants). The first step is applied.
 4. **Job management and Algorithm 1** (§4.3, ``slots.py``).
@@ -84,6 +91,9 @@ OFFSET_BAND = 0.05  # progress at zero allocation: in [-0.05, 0], never free pro
 # Eq. 3 as written; the deadline-aware variant (EDF order); the tardiness-aware one (WMDD)
 OBJECTIVES = ("paper", "deadline", "tardiness")
 MODELS = ("kind", "job")  # RLS adapts the kind's shared model, or each job's own copy
+# where Eq. 4's δ is read: at the job's earliest predicted finish (issue 44), or at the start
+# of each horizon step (the reading before issue 44)
+DECAYS = ("finish", "step")
 
 
 def job_work(job: JobView, now: float, speed: float) -> tuple[float, float]:
@@ -162,7 +172,10 @@ class Rds(Policy):
                  progress_error: float = 0.0, seed: int = 0, profile: str = "",
                  history: float = 7 * 86400.0, late_weight: float = 0.1,
                  tracking: str = "interval", objective: str = "paper",
-                 urgency: float = 4.0, models: str = "kind") -> None:
+                 urgency: float = 4.0, models: str = "kind", decay: str = "finish") -> None:
+        if decay not in DECAYS:
+            raise ValueError(f"decay must be one of {', '.join(DECAYS)}, got {decay!r}")
+        self.decay = decay
         if models not in MODELS:
             raise ValueError(f"models must be one of {', '.join(MODELS)}, got {models!r}")
         self.models = models
@@ -223,6 +236,7 @@ class Rds(Policy):
         self._plan_cap: float | None = None  # mean forecast capacity of the last plan
         self.capacity_log = PredictionLog(self.interval)
         self.completion_log = CompletionLog()
+        self.planned_log = CompletionLog()  # the same forecasts under the planned allocation
         self.solver_calls = 0
         self.fallbacks = 0  # the solver failed: a heuristic allocation was used
         self.not_proven = 0  # HiGHS stopped early with a feasible point (kept)
@@ -439,9 +453,14 @@ class Rds(Policy):
             reference[row] = np.minimum(1.0, prog + (1.0 - prog) * steps / steps_left)
             if steps_left <= hp:
                 deadline_step[row] = steps_left - 1
-            # δ of a step: whether the job's SLO is already violated when the step begins
-            weight[row] = j.weight * np.maximum(
-                _delta(j, now + self.interval * (steps - 1)), self.late_weight)
+            # δ of a step (Eq. 4 is a function of the job's finish time y_j): at the earliest
+            # finish the job can still reach -- the whole forecast capacity at its model's
+            # speed -- or, if later, the step's start (``decay: step``: the start alone)
+            at = now + self.interval * (steps - 1)
+            if self.decay == "finish":
+                cap = float(np.mean(capacity)) if capacity.size else r_a
+                at = np.maximum(at, now + remaining_time(j, cap, r_slot, t.slowdown))
+            weight[row] = j.weight * np.maximum(_delta(j, at), self.late_weight)
             if self.objective != "paper":
                 # as soon as the job can: the progress of a whole interval at the most
                 # allocation it can use now; lateness is priced by the deadline order below
@@ -497,7 +516,8 @@ class Rds(Policy):
                 t.target_map = max(t.target_map, float(arr["capm"][row]))
                 t.target_reduce = max(t.target_reduce, float(cap_reduce[row, 0]))
             if measure and t.since == now and t.hist is not None:
-                t.hist.forecast_point(now, t.progress, t.last_step, self._model_of(t, r_a))
+                t.hist.forecast_point(now, t.progress, t.last_step, self._model_of(t, r_a),
+                                      plan=(sol.u_map[row], sol.u_reduce[row]))
         return seconds
 
     def _measure(self, t: _Track, prog: float, now: float, r_a: float) -> None:
@@ -528,7 +548,7 @@ class Rds(Policy):
         if elapsed > 0:
             t.hist.intervals.append((t.acc_map / elapsed, t.acc_reduce / elapsed, elapsed))
         record_finish(self.completion_log, job, t.model or self._models[t.kind], t.hist, now,
-                      self.interval)
+                      self.interval, planned=self.planned_log)
 
     def _target(self, job: JobView, now: float) -> tuple[float, int]:
         """The bound the reference aims at and the whole control steps left until it.
@@ -564,6 +584,15 @@ class Rds(Policy):
                 "nrmse": _round(self.completion_log.nrmse()),
                 "nrmse_completion": _round(self.completion_log.nrmse_completion()),
                 "predictions": len(self.completion_log.pairs()[0]),
+            },
+            # the same forecasts replayed with the allocation the QP planned (H_c steps, the
+            # last held) instead of the one the job received (accuracy.replay_planned);
+            # None for ``objective: tardiness``, which plans no allocation
+            "completion_prediction_planned": {
+                "nrmse": _round(self.planned_log.nrmse()),
+                "nrmse_completion": _round(self.planned_log.nrmse_completion()),
+                "predictions": len(self.planned_log.pairs()[0]),
+                "never_finish": self.planned_log.unfinished(),
             },
             "progress_model": {
                 "kinds": sorted(self._models), "updates": len(self.step_log),

@@ -57,7 +57,7 @@ import math
 import time
 import warnings
 from abc import ABC, abstractmethod
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -121,6 +121,31 @@ class LastValuePredictor(Predictor):
         return np.full(h, self._last)
 
 
+_FIT_CACHE_SIZE = 256
+_fits: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+
+def _fit_arima(y: FloatArray, order: tuple[int, int, int], trend: str) -> Any:
+    """``ARIMA(y, order, trend).fit()``, memoised on the window's bytes (a bounded LRU).
+
+    The fit is a deterministic function of the window, and runs on the same cluster see the
+    same capacity series: the reproduction runs several ``rds`` variants on one solar day
+    in one process, and each refits ARIMA at every control step (issue 44: 3-4 s of a
+    5-s run).  The cached result is the one a refit would return."""
+    from statsmodels.tsa.arima.model import ARIMA
+
+    key = (order, trend, y.shape, y.tobytes())
+    hit = _fits.get(key)
+    if hit is not None:
+        _fits.move_to_end(key)
+        return hit
+    res = ARIMA(y, order=order, trend=trend).fit()
+    _fits[key] = res
+    if len(_fits) > _FIT_CACHE_SIZE:
+        _fits.popitem(last=False)
+    return res
+
+
 class ArimaPredictor(Predictor):
     """ARIMA over the last ``window`` observations, h-step forecasts by iteration (§4.1)."""
 
@@ -162,8 +187,11 @@ class ArimaPredictor(Predictor):
         return self.forecast_seconds / self.forecasts if self.forecasts else 0.0
 
     def observe(self, t: float, value: float) -> None:
-        self._hist.append(float(value))
-        self._max_seen = max(self._max_seen, float(value))
+        # 10 significant digits: runs on one cluster measure the same capacity up to float
+        # summation order (last bits), and must fit the same window to share fits
+        value = float(f"{float(value):.10g}")
+        self._hist.append(value)
+        self._max_seen = max(self._max_seen, value)
         self._since_fit += 1
 
     def forecast(self, h: int) -> FloatArray:
@@ -188,15 +216,13 @@ class ArimaPredictor(Predictor):
         y = np.asarray(self._hist, dtype=float)
         if np.ptp(y) == 0.0:
             return None  # nothing to fit; persistence is exact for a constant window
-        from statsmodels.tsa.arima.model import ARIMA
-
         try:
             with warnings.catch_warnings():
                 # Short windows routinely trigger convergence and start-parameter warnings;
                 # a poor fit is caught by the finiteness check and the clipping instead.
                 warnings.simplefilter("ignore")
                 if self._result is None or self._since_fit >= self.refit_every:
-                    self._result = ARIMA(y, order=self.order, trend=self.trend).fit()
+                    self._result = _fit_arima(y, self.order, self.trend)
                     self._since_fit = 0
                     self.fits += 1
                     res = self._result

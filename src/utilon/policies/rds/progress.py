@@ -477,6 +477,12 @@ class CompletionLog:
         ``nan`` when there are no pairs or the mean remaining time is not positive."""
         return self._nrmse(0)
 
+    def unfinished(self) -> int:
+        """Predictions of finished jobs that never reach completion (``inf``), which the
+        NRMSEs leave out (a plan that gives a job nothing)."""
+        return sum(1 for job, preds in self._predictions.items() if job in self._finish
+                   for _, p in preds if not math.isfinite(p))
+
     def nrmse_completion(self) -> float:
         """RMSE of predicted − actual finish over the mean actual job completion time
         (finish − submission); ``nan`` without pairs or a positive mean."""
