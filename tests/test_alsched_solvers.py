@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -304,19 +302,17 @@ def test_check_catches_violations() -> None:
     check(p, s)
 
 
-def test_greedy_is_fast_on_500_nbody_requests() -> None:
+def test_greedy_solves_500_nbody_requests() -> None:
+    """The size benchmarks/bench_alsched.py times (its speed is a benchmark, not a test: a
+    wall-clock bound fails on a busy machine whatever the code does)."""
     rng = np.random.default_rng(1)
     machines = 88
     reqs = tuple(nbody(f"j{i}", max(1, int(rng.binomial(64, 1 / 8))), machines,
                        big=tuple(range(8))) for i in range(500))
     p = Problem((BIG,) * 8 + (SMALL,) * 80, reqs)
-    solve(p, "greedy")  # warm-up
-    t0 = time.perf_counter()
     s = solve(p, "greedy")
-    elapsed = time.perf_counter() - t0
     check(p, s)
     assert sum(u for a in s.alloc.values() for u in a.values()) <= 8 * BIG + 80 * SMALL
-    assert elapsed < 0.5  # ~tens of ms when the machine is idle
 
 
 def test_milp_warm_start_never_returns_less_than_greedy() -> None:

@@ -37,8 +37,8 @@ def figures(res: dict[str, Any], out: Path) -> list[str]:
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     _sweep(ax, f7, ("soft", "hard", "none"))
-    ax.set_title(f"Fig. 7: {f7['jobs']} NBODY jobs, large:small capacity {f7['ratio']}",
-                 fontsize=9)
+    ax.set_title(f"Fig. 7: {f7['jobs']} NBODY jobs, large:small capacity {f7['ratio']}; "
+                 f"mean of {f7['seeds']} seed(s)", fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "alsched-fig7.png", dpi=DPI)
     written.append("alsched-fig7.png")
@@ -47,7 +47,8 @@ def figures(res: dict[str, Any], out: Path) -> list[str]:
     fig = Figure(figsize=(10, 4))
     a8, a9 = fig.subplots(1, 2)
     _sweep(a8, f9, ("soft", "none"))
-    a8.set_title(f"Fig. 8: ratio {f9['ratio']}, None and Soft", fontsize=9)
+    a8.set_title(f"Fig. 8: ratio {f9['ratio']}, None and Soft; mean of {f9['seeds']} "
+                 "seed(s)", fontsize=9)
     _sweep(a9, f9, ("soft", "hard", "none"))
     a9.set_title(f"Fig. 9: ratio {f9['ratio']}, all policies", fontsize=9)
     fig.tight_layout()
@@ -69,7 +70,8 @@ def figures(res: dict[str, Any], out: Path) -> list[str]:
     ax.set_xticks(x, kinds)
     ax.set_ylabel("total time (time units)")
     ax.set_title(f"Table 1: {t1['jobs']} jobs, duration {t1['duration']:g}, "
-                 f"NBODY speedup {t1['speedup']:g} (assumed)", fontsize=9)
+                 f"NBODY speedup {t1['speedup']:g} (assumed); mean of {t1['seeds']} seed(s)",
+                 fontsize=9)
     ax.legend(fontsize=7, ncol=3)
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()

@@ -20,7 +20,9 @@ request (the agent's utility function) and how the duration depends on the place
   docs/reproduction-alsched.md.  Table 1's Hard and None columns support the literal reading
   (same document).  The speedup is physical (``Stage.colocate_speedup``): it applies to any
   single machine that hosts the whole job, whatever the policy, and a job spread over several
-  machines (None's placement) runs without it -- the cost of ignoring the preference.
+  machines runs without it -- the cost of ignoring the preference.  None takes cores
+  first-fit, so some of its jobs land whole on one machine by chance and keep the speedup
+  (issue 44; ``fill="spread"``, the earlier reading, never does).
 - ``HADOOP-PI``: embarrassingly parallel, no locality: ``lnck(all, k, k)``, linear in the
   units it gets; the tasks need not start together.
 - ``LOCAL``: one address space, so all tasks on one machine: ``(max nck(i, k, k))`` over every

@@ -20,8 +20,12 @@ they declare, the ones that fit start rather than none.
 Constraint handling (§5.2): ``soft`` uses the full utility function; ``hard`` keeps, at every
 ``max``, only the branches of highest bound (the preferred placement becomes a requirement:
 the job waits for it); ``none`` keeps only the branches of lowest bound (the fallback: any
-resources).  Branches of equal bound are all kept, so a ``max`` over equally good machines
-(LOCAL's "one machine, any") stays a hard constraint under every policy.
+resources).  None "simply ignores" the preference: it neither seeks nor avoids co-location,
+so its units are taken first-fit like everyone's (``fill``, the greedy solver's
+``first_fit``) and a job that happens to land whole on one machine is co-located by chance;
+``fill="spread"`` (never co-located by chance) is the reading before issue 44.  Branches of
+equal bound are all kept, so a ``max`` over equally good machines (LOCAL's "one machine,
+any") stays a hard constraint under every policy.
 
 Units and tasks.  The solvers count *tasks* of a stage: the paper's task is one schedulable
 unit (a core), and a request's expression, ``tasks`` and ``cap(x)`` (how many of the stage's
@@ -63,6 +67,7 @@ from utilon.policies.alsched.lang import Request, fallback, preferred
 from utilon.policies.alsched.lang.ast import Lit, LnCk, Min, NCk, Node, Tasks
 from utilon.policies.alsched.solvers import SOLVERS, Problem, solve
 from utilon.policies.alsched.solvers import Request as Ask
+from utilon.policies.alsched.solvers.problem import FILLS
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 
 DEFAULT_REQUEST = Request(LnCk("all", Tasks(), Tasks()), (), ())
@@ -88,7 +93,8 @@ class Alsched(Policy):
     def __init__(self, constraints: Literal["soft", "hard", "none"] = "soft",
                  solver: Literal["greedy", "bnb", "milp"] = "greedy",
                  interval: float | None = None, time_limit: float = 10.0,
-                 unit: float = 1.0, weighted: bool = True) -> None:
+                 unit: float = 1.0, weighted: bool = True,
+                 fill: Literal["first-fit", "spread"] = "first-fit") -> None:
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {', '.join(CONSTRAINTS)}")
         if solver not in SOLVERS:
@@ -99,12 +105,15 @@ class Alsched(Policy):
             raise ValueError("time_limit must be > 0 seconds")
         if not (unit > 0 and math.isfinite(unit)):
             raise ValueError("unit must be > 0")
+        if fill not in FILLS:
+            raise ValueError(f"fill must be one of {', '.join(FILLS)}")
         self.constraints = constraints
         self.solver = solver
         self.interval = interval
         self.time_limit = float(time_limit)
         self.unit = float(unit)
         self.weighted = weighted
+        self.fill = fill
         if interval is not None:
             self.tick = float(interval)
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
@@ -176,7 +185,8 @@ class Alsched(Policy):
         if not asks or int(free_units.sum()) == 0:
             return Decision(infeasible=tuple(infeasible))
         t0 = time.perf_counter()
-        sol = solve(Problem(tuple(int(x) for x in free_units), tuple(asks)), self.solver,
+        sol = solve(Problem(tuple(int(x) for x in free_units), tuple(asks), self.fill),
+                    self.solver,
                     time_limit=self.time_limit)
         seconds = time.perf_counter() - t0
         self.solves += 1

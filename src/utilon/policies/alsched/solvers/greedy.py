@@ -22,9 +22,14 @@ expression against the capacity the earlier jobs left:
   units are given back (they would be worth nothing);
 * ``scale``: the operand is asked for ``target / factor``;
 * ``nck``: ``k`` units from the class or nothing; ``lnck``: as many as the target needs (up
-  to ``k``), partial if the class runs short.  Units come from the machines of the class with
-  the most free units first, one unit per machine in turn (``spread``), so a job gets
-  co-location only when its expression asks for it (e.g. ``nck`` on a one-machine class).
+  to ``k``), partial if the class runs short.  Units come from the class's machines
+  first-fit, in machine order (``Problem.fill = "first-fit"``, ``first_fit``): no preference
+  for or against co-location, so a job is co-located when its expression asks for it (e.g.
+  ``nck`` on a one-machine class) or by chance, when the first machine with room holds it
+  all (issue 44: the paper's None, which ignores the preference, still co-locates some
+  n-body jobs -- its Table 1 NBODY entry, 17, is below PI's 22).  ``fill = "spread"`` (one
+  unit per machine in turn, most free first: never co-located by chance) is the reading
+  before issue 44.
 
 ``limit`` caps the units a job takes.  The job's allocation is trimmed (``trim``) and
 committed only if its utility is > 0: a job worth nothing stays pending with nothing (§4).
@@ -36,8 +41,8 @@ Speed (500 n-body requests on 88 machines in ~25 ms, 500 mixed in ~50 ms): expre
 compiled once into closures reading the job's units per machine (shared by requests with
 equal expressions and classes), ``max`` plans primitive branches without taking anything,
 other branches are undone through a log of takes, unit counts are taken in bulk
-(``spread``), and a request equal to one that got nothing (or was deferred) is skipped (or
-deferred) while nothing was committed since (same inputs, same result).
+(``first_fit``, ``spread``), and a request equal to one that got nothing (or was deferred)
+is skipped (or deferred) while nothing was committed since (same inputs, same result).
 """
 
 from __future__ import annotations
@@ -82,6 +87,7 @@ class _State:
     free: IntArray
     budget: int
     size: int = 1
+    fill: str = "first-fit"  # a key of FILL
     log: list[Step] = field(default_factory=list)
 
     def take(self, idx: Index, amount: int | IntArray, n: int) -> None:
@@ -189,12 +195,27 @@ def _array(ms: tuple[int, ...], arrays: dict[tuple[int, ...], IntArray]) -> IntA
     return a
 
 
+def first_fit(avail: IntArray, n: int) -> IntArray:
+    """Take ``n`` units from ``avail`` machine by machine in the class's order (the cluster's
+    machine order), each machine giving all it has before the next is touched: the scheduler
+    takes spare capacity where it finds it first (§5.3: None "schedules as soon as it finds
+    spare capacity"), with no preference for or against co-location.  A job therefore lands
+    whole on one machine exactly when the first machine with room holds all of it -- by
+    chance, not by request (``fill="first-fit"``, the default)."""
+    cum = np.cumsum(avail)
+    before = cum - avail
+    take: IntArray = np.clip(n - before, 0, avail).astype(avail.dtype, copy=False)
+    return take
+
+
 def spread(avail: IntArray, n: int) -> IntArray:
     """Take ``n`` units from ``avail`` one per machine in turn, the machines with the most
     free units first (ties: first): every machine gets ``R`` units (or all it has), where
     ``R`` is the most full rounds ``n`` pays for; the rest go one each to the fullest
-    machines that still have room.  Spreading is what a class's fungible units mean to a job
-    that did not ask for co-location, so None's NBODY jobs are not co-located by accident."""
+    machines that still have room.  This avoids co-location (a placement preference of its
+    own, against it): a None NBODY job is then never co-located by accident.  The reading
+    before issue 44, kept as ``fill="spread"`` (the ``alsched-spread`` variant of
+    docs/reproduction-alsched.md)."""
     lo, hi = 0, int(avail.max())  # largest R with sum(min(avail, R)) <= n
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -209,6 +230,11 @@ def spread(avail: IntArray, n: int) -> IntArray:
         order = room[np.argsort(-avail[room], kind="stable")][:rest]
         take[order] += 1
     return take
+
+
+FILL: dict[str, Callable[[IntArray, int], IntArray]] = {"first-fit": first_fit,
+                                                       "spread": spread}
+"""How a class's fungible units are taken from its machines (``Problem.fill``)."""
 
 
 def _prim_value(nck: bool, k: float, u: float, d: int) -> float:
@@ -243,7 +269,7 @@ def _take(job: _Job, cls: str, n: int, st: _State) -> None:
         st.take(m, n, n)
     else:
         idx = job.idx[cls]
-        st.take(idx, spread(st.room(idx), n), n)
+        st.take(idx, FILL[st.fill](st.room(idx), n), n)
 
 
 def _alloc(job: _Job, node: Node, target: float, st: _State) -> None:
@@ -485,7 +511,7 @@ def solve_greedy(problem: Problem, order: Sequence[int] | None = None) -> Soluti
                 deferred.append(i)  # likewise: below its best ratio again
                 continue
             budget = r.limit if r.limit is not None else int(free.sum()) // r.size
-            st = _State(np.zeros_like(free), free.copy(), budget, r.size)
+            st = _State(np.zeros_like(free), free.copy(), budget, r.size, problem.fill)
             root = job.r.expr  # equal to r.expr; the compiled evaluators are keyed by its nodes
             _alloc(job, root, math.inf, st)
             value = job.value(root, st.x)

@@ -28,6 +28,7 @@ from utilon.errors import UtilonError
 from utilon.policies.alsched.lang.ast import Node, class_names, is_concrete
 
 STATUSES = ("optimal", "time_limit", "heuristic")
+FILLS = ("first-fit", "spread")
 TOL = 1e-6
 """Tolerance of ``check``'s comparisons of utilities (sums of floats)."""
 
@@ -61,8 +62,14 @@ class Problem:
 
     capacity: tuple[int, ...]
     requests: tuple[Request, ...]
+    fill: str = "first-fit"
+    """How the greedy solver takes a class's fungible units from its machines (``FILLS``):
+    first-fit in machine order (no placement preference), or ``spread`` one per machine
+    (the reading before issue 44).  The exact solvers place as their optimum falls."""
 
     def __post_init__(self) -> None:
+        if self.fill not in FILLS:
+            raise UtilonError(f"fill must be one of {', '.join(FILLS)}, got {self.fill!r}")
         for m, c in enumerate(self.capacity):
             if c < 0:
                 raise UtilonError(f"machine {m} has negative capacity {c}")
