@@ -340,3 +340,16 @@ def test_replan_must_be_slot_or_event() -> None:
     for policy in ("cora", "cora-ct"):
         with pytest.raises(UtilonError, match="replan must be one of slot, event"):
             make_policy(policy, {"replan": "never"})
+
+
+def test_solve_schema_refuses_what_the_loader_refuses() -> None:
+    """Issue 47: the schema allowed `demand: 0`, which `utilon solve cora` refuses."""
+    import jsonschema
+
+    schema = json.loads((ROOT / "docs" / "solve-cora.schema.json").read_text())
+    inst = json.loads((ROOT / "examples" / "solve" / "cora-edf-trap.json").read_text())
+    jsonschema.validate(inst, schema)
+    for demand in (0, [0], [0, 0], []):
+        bad = {**inst, "jobs": [{**inst["jobs"][0], "demand": demand}, *inst["jobs"][1:]]}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)

@@ -77,7 +77,13 @@ Count = Annotated[int, Field(ge=0, le=MAX_UNITS)]
 
 class OneShotJob(_Strict):
     id: str = Field(min_length=1)
-    demand: Count | list[Count] = Field(description="units of work, or one per resource")
+    # the schema says what the loader checks: some work (a job that demands nothing is
+    # refused), so a scalar is at least 1 and a list has an entry of at least 1 (issue 47)
+    demand: (Annotated[int, Field(ge=1, le=MAX_UNITS)]
+             | Annotated[list[Count], Field(min_length=1, json_schema_extra={
+                 "contains": {"type": "integer", "minimum": 1}})]) = Field(
+        description="units of work (at least 1), or one per resource (at least one of them "
+        "at least 1)")
     cap: (Annotated[int, Field(ge=1, le=MAX_UNITS)]
           | list[Annotated[int, Field(ge=1, le=MAX_UNITS)]] | None) = Field(
         None, description="at most this many units per slot (per resource)")
