@@ -9,10 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
-from utilon.cli.common import errors as _errors
-from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app
-from utilon.parallel import check_jobs
+from utilon.cli.common import JobsOpt, RayAddressOpt, out
+from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
 
 
 @reproduce_app.command("alsched")
@@ -31,11 +29,8 @@ def alsched(
     Figs. 7-9 (means over the seeds), and every claim checked on every seed."""
     from utilon.repro import alsched as R
 
-    with _errors(), err.status("running", spinner="dots") as status:
-        check_jobs(jobs)
-        res = R.reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
-                          ray_address=ray_address,
-                          progress=lambda m: status.update(m))
+    res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+              ray_address=ray_address)
     t1 = res["table1"]
     n = len(res["seeds"])
     kinds = list(t1["paper"]["soft"])

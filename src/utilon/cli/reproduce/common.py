@@ -3,12 +3,16 @@ and the per-claim table over seeds (:mod:`utilon.repro.claims`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from utilon.cli.common import out
+from utilon.cli.common import err, out
+from utilon.cli.common import errors as _errors
+from utilon.parallel import check_jobs
 from utilon.repro.claims import DEFAULT_SEEDS, QUICK_SEEDS, fmt_ours, fmt_share
 
 reproduce_app = typer.Typer(help="Reproduce a paper's evaluation: tables (paper beside ours), "
@@ -18,6 +22,16 @@ reproduce_app = typer.Typer(help="Reproduce a paper's evaluation: tables (paper 
 SeedsOpt = Annotated[int | None, typer.Option(
     "--seeds", help=f"check the paper's claims on this many seeds, --seed, --seed + 1, ... "
     f"(default {DEFAULT_SEEDS}; {QUICK_SEEDS} with --quick)", show_default=False)]
+
+
+def run(reproduce: Callable[..., dict[str, Any]], out_dir: Path, *, quick: bool, seed: int,
+        seeds: int | None, jobs: int | None, ray_address: str | None) -> dict[str, Any]:
+    """A paper's ``reproduce`` under a spinner that shows its progress; a mistake in the
+    options or the inputs is one error line (exit 2), as everywhere in the CLI."""
+    with _errors(), err.status("running", spinner="dots") as status:
+        check_jobs(jobs)
+        return reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+                         ray_address=ray_address, progress=lambda m: status.update(m))
 
 
 def _f(x: Any, nd: int = 3) -> str:

@@ -9,10 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
-from utilon.cli.common import errors as _errors
-from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app
-from utilon.parallel import check_jobs
+from utilon.cli.common import JobsOpt, RayAddressOpt, out
+from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
 
 
 @reproduce_app.command("cora")
@@ -29,11 +27,8 @@ def cora(
     """CORA (Huang et al., INFOCOM 2015): Tables I–III and the claims on every seed."""
     from utilon.repro import cora as R
 
-    with _errors(), err.status("running", spinner="dots") as status:
-        check_jobs(jobs)
-        res = R.reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
-                          ray_address=ray_address,
-                          progress=lambda m: status.update(m))
+    res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+              ray_address=ray_address)
     t1 = res["table1"]
     t = Table(title=f"Table I, seed {t1['seed']}: {t1['jobs']} jobs, 20/60/20% critical/"
                     "sensitive/insensitive (min and sum over critical + sensitive jobs)",

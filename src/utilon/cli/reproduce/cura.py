@@ -9,10 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
-from utilon.cli.common import errors as _errors
-from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app
-from utilon.parallel import check_jobs
+from utilon.cli.common import JobsOpt, RayAddressOpt, out
+from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
 
 
 @reproduce_app.command("cura")
@@ -31,11 +29,8 @@ def cura(
     service comparisons of Figs. 5-12."""
     from utilon.repro import cura as R
 
-    with _errors(), err.status("running", spinner="dots") as status:
-        check_jobs(jobs)
-        res = R.reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
-                          ray_address=ray_address,
-                          progress=lambda m: status.update(m))
+    res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+              ray_address=ray_address)
     ab = res["appendix_b"]
     for key, title in (("table5", f"Table 5: VM-aware schedule, pools {ab['pools_t5']}"),
                        ("table6", f"Table 6: with reconfiguration, pools {ab['pools_t6']} "

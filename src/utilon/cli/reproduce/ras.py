@@ -9,10 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
-from utilon.cli.common import errors as _errors
-from utilon.cli.reproduce.common import SeedsOpt, _s, print_claims, reproduce_app
-from utilon.parallel import check_jobs
+from utilon.cli.common import JobsOpt, RayAddressOpt, out
+from utilon.cli.reproduce.common import SeedsOpt, _s, print_claims, reproduce_app, run
 
 
 @reproduce_app.command("ras")
@@ -31,11 +29,8 @@ def ras(
     Table 1 (Figs. 3–6)."""
     from utilon.repro import ras as R
 
-    with _errors(), err.status("running", spinner="dots") as status:
-        check_jobs(jobs)
-        res = R.reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
-                          ray_address=ray_address,
-                          progress=lambda m: status.update(m))
+    res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+              ray_address=ray_address)
     w = Table(title="Table 1 workload on 20 TaskTrackers (task durations assumed: see docs)",
               title_justify="left")
     for c in ("job", "app", "input GB", "maps", "reduces", "map s", "reduce s", "submit",

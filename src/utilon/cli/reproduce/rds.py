@@ -9,10 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, err, out
-from utilon.cli.common import errors as _errors
-from utilon.cli.reproduce.common import SeedsOpt, _p, print_claims, reproduce_app
-from utilon.parallel import check_jobs
+from utilon.cli.common import JobsOpt, RayAddressOpt, out
+from utilon.cli.reproduce.common import SeedsOpt, _p, print_claims, reproduce_app, run
 
 
 @reproduce_app.command("rds")
@@ -33,11 +31,8 @@ def rds(
     scale-up and scale-out (Figs. 7–11)."""
     from utilon.repro import rds as R
 
-    with _errors(), err.status("running", spinner="dots") as status:
-        check_jobs(jobs)
-        res = R.reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
-                          ray_address=ray_address,
-                          progress=lambda m: status.update(m))
+    res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
+              ray_address=ray_address)
     t = Table(title="Table 1 / Fig. 2 case study: finish time (min) / deadline, met?",
               title_justify="left")
     for c in ("scheduler", "J1", "J2", "paper"):
