@@ -21,7 +21,8 @@ SHAPES = st.recursive(
     | st.just(GOOD_HASH),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
         st.sampled_from(["tenants", "admins", "token_sha256", "weight", "jobs", "id",
-                         "stages", "x", "etl"]), inner, max_size=4), max_leaves=20)
+                         "stages", "x", "etl", "limits", "max_queued_jobs",
+                         "max_running_share"]), inner, max_size=4), max_leaves=20)
 
 
 def _read(path: Path, payload: bytes, parse: object) -> None:

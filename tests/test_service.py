@@ -108,7 +108,9 @@ def test_submit_run_and_finish(service: tuple[TestClient, ServiceEngine],
     wait_for(finished(client, h(tokens, "a"), "run-1"), what="run-1")
     j = client.get("/v1/jobs/run-1", headers=h(tokens, "a")).json()
     assert j["state"] == "finished" and j["missed"] is False and j["utility"] == 1.0
-    assert j["result"]["row"]["id"] == "run-1" and j["result"]["row"]["finish"] > 0
+    # the jobs.csv row names it TENANT:ID, unique across tenants (ids are per tenant)
+    assert j["result"]["row"]["id"] == "team-a:run-1" and j["result"]["row"]["finish"] > 0
+    assert j["id"] == "run-1" and j["ref"] == "team-a:run-1"
     assert [e["kind"] for e in j["events"]] == ["submitted", "running", "finished"]
     assert len(j["attempts"]) == 3 and {a["outcome"] for a in j["attempts"]} == {"done"}
     assert j["live"]["tasks_done"] == 3 and j["live"]["deadline_status"] == "met"
@@ -139,7 +141,7 @@ def test_a_real_job_is_verified(service: tuple[TestClient, ServiceEngine],
     (sleepy("bad-8", tasks=10**7), 422, "tasks"),
     # issue 46: zero demands, odd task counts, huge strings and weights
     ({"id": "bad-9", "stages": [{"name": "s", "tasks": 20, "duration": 1,
-                                 "demand": {"slots": 0}}]}, 422, "demands none"),
+                                 "demand": {"slots": 0}}]}, 422, "every demand must be > 0"),
     (sleepy("bad-10", tasks=-1), 422, "whole number"),
     (sleepy("bad-11") | {"stages": [{"name": "s", "tasks": 1.5, "duration": 1}]}, 422,
      "whole number"),
@@ -170,8 +172,8 @@ def test_ids_are_unique_and_tokens_required(service: tuple[TestClient, ServiceEn
     client, _ = service
     assert client.post("/v1/jobs", json=sleepy("dup-1"), headers=h(tokens, "a")).status_code \
         == 201
-    r = client.post("/v1/jobs", json=sleepy("dup-1"), headers=h(tokens, "b"))
-    assert r.status_code == 409 and "dup-1" in r.json()["error"]
+    r = client.post("/v1/jobs", json=sleepy("dup-1"), headers=h(tokens, "a"))
+    assert r.status_code == 409 and "you already have a job with id 'dup-1'" in r.json()["error"]
     r = client.post("/v1/jobs", json=sleepy("x"), headers={})
     assert r.status_code == 401 and "token" in r.json()["error"]
     r = client.get("/v1/jobs", headers={"Authorization": "Bearer nope"})
@@ -179,6 +181,38 @@ def test_ids_are_unique_and_tokens_required(service: tuple[TestClient, ServiceEn
     auto = client.post("/v1/jobs", json={k: v for k, v in sleepy("x").items() if k != "id"},
                        headers=h(tokens, "b")).json()
     assert auto["id"].startswith("team-b-")
+
+
+def test_ids_are_per_tenant(service: tuple[TestClient, ServiceEngine],
+                           tokens: dict[str, Any]) -> None:
+    """Issue 46: a 409 told one tenant which ids another had.  Now two tenants may each have
+    a job ``same-1``; an admin names one as ``TENANT:ID``."""
+    client, _ = service
+    for who in ("a", "b"):
+        r = client.post("/v1/jobs", json=sleepy("same-1", seconds=0.05), headers=h(tokens, who))
+        assert r.status_code == 201 and r.json()["id"] == "same-1", r.text
+    assert client.get("/v1/jobs/same-1", headers=h(tokens, "a")).json()["tenant"] == "team-a"
+    assert client.get("/v1/jobs/same-1", headers=h(tokens, "b")).json()["tenant"] == "team-b"
+    r = client.post("/v1/jobs", json=sleepy("same-1"), headers=h(tokens, "b"))
+    assert r.status_code == 409 and "team-a" not in r.text  # its own duplicate, nobody else's
+    assert client.get("/v1/jobs/team-a:same-1", headers=h(tokens, "b")).status_code == 404
+    assert client.delete("/v1/jobs/team-a:same-1", headers=h(tokens, "b")).status_code == 404
+    assert client.get("/v1/jobs/team-b:same-1", headers=h(tokens, "b")).json()["id"] == "same-1"
+    r = client.get("/v1/jobs/same-1", headers=h(tokens, "admin"))
+    assert r.status_code == 409 and "team-a, team-b" in r.json()["error"], r.text
+    assert "TENANT:same-1" in r.json()["fix"]
+    for who in ("a", "b"):
+        tenant = f"team-{who}"
+        wait_for(finished(client, h(tokens, "admin"), f"{tenant}:same-1"), what=tenant)
+        j = client.get(f"/v1/jobs/{tenant}:same-1", headers=h(tokens, "admin")).json()
+        assert j["tenant"] == tenant and j["state"] == "finished" and j["ref"] == \
+            f"{tenant}:same-1"
+        assert j["result"]["outputs"].endswith(f"/jobs/{tenant}:same-1")  # a folder each
+    from utilon.service.client import _segment  # the CLI's client encodes ':' as %3A
+
+    assert _segment("team-b:same-1") == "team-b%3Asame-1"
+    assert client.get("/v1/jobs/team-b%3Asame-1", headers=h(tokens, "admin")).json()[
+        "tenant"] == "team-b"
 
 
 def test_tenants_see_and_cancel_only_their_own(service: tuple[TestClient, ServiceEngine],
@@ -210,8 +244,8 @@ def test_tenant_weights_reach_the_policy(service: tuple[TestClient, ServiceEngin
     client, engine = service
     assert client.post("/v1/jobs", json=sleepy("w-b", seconds=0.1), headers=h(tokens, "b")
                        ).status_code == 201
-    wait_for(lambda: engine.core is not None and "w-b" in engine.core.jobs, what="w-b")
-    assert engine.core is not None and engine.core.jobs["w-b"].job.weight == 3.0
+    wait_for(lambda: engine.core is not None and "team-b:w-b" in engine.core.jobs, what="w-b")
+    assert engine.core is not None and engine.core.jobs["team-b:w-b"].job.weight == 3.0
 
 
 def test_cancel_kills_the_running_tasks(service: tuple[TestClient, ServiceEngine],
@@ -335,7 +369,7 @@ def test_kill_9_mid_run_then_restart_finds_every_job(tmp_path: Path,
                 kinds = [e["kind"] for e in admin.job(jid)["events"]]
                 assert kinds.count("finished") <= 1, (jid, kinds)  # never twice
                 if j["state"] == "finished":
-                    assert admin.job(jid)["result"]["row"]["id"] == jid
+                    assert admin.job(jid)["result"]["row"]["id"] == f"{j['tenant']}:{jid}"
             ran = [jid for jid in after if before[jid]["state"] == "running"]
             for jid in ran:  # re-queued by the restart, then run to the end
                 assert "queued" in [e["kind"] for e in admin.job(jid)["events"]]
@@ -359,8 +393,8 @@ def test_sigterm_checkpoints_and_a_restart_resumes(tmp_path: Path,
         assert proc.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises it after its shutdown
         store = Store(str(tmp_path / "u.db"))
         [rec] = store.open_jobs()
-        assert rec.id == "t-1" and rec.state == "queued"
-        assert {a["outcome"] for a in store.attempts_of("t-1")} == {"stopped"}
+        assert rec.name == "t-1" and rec.id == "team-a:t-1" and rec.state == "queued"
+        assert {a["outcome"] for a in store.attempts_of(rec.id)} == {"stopped"}
         store.close()
         proc = _serve(tmp_path, tokens["file"], port)
         with Client(url, tokens["a"]) as a:
@@ -396,7 +430,7 @@ def test_the_cli_client_against_a_server(tmp_path: Path, tokens: dict[str, Any])
         r = cli("cancel", "cli-2")
         assert r.returncode == 0 and "cli-2" in r.stdout
         r = cli("cluster")
-        assert r.returncode == 0 and "policy fair" in r.stdout
+        assert r.returncode == 0 and " decisions, decide p50 " in r.stdout  # (any policy)
         r = cli("job", "cli-1", token=tokens["b"])
         assert r.returncode == 2 and "404" in r.stderr and r.stderr.count("\n") == 1
         r = cli("jobs", token="wrong")

@@ -37,7 +37,8 @@ def serve(
     scenario: Annotated[Path | None, typer.Argument(
         help="scenario whose cluster: (and policies:) the service owns; its jobs are not "
         "submitted (default: this machine, one slot per core)", show_default=False)] = None,
-    policy: Annotated[str, typer.Option("--policy", "-p", help="policy name")] = "fair",
+    policy: Annotated[str, typer.Option(
+        "--policy", "-p", help="policy name (`default`: triage, utilon's own)")] = "default",
     param: Annotated[list[str] | None, typer.Option("--param", help="policy parameter "
                                                     "KEY=VALUE (repeatable)")] = None,
     db: Annotated[str, typer.Option("--db", help="the store: a SQLite file, or a database "
@@ -59,6 +60,9 @@ def serve(
         "--admission", help="reject: refuse a job whose deadline it cannot meet even alone "
         "on the whole cluster; accept: take it anyway (a job may override with admission:)")]
     = "reject",
+    prep_workers: Annotated[int, typer.Option(
+        "--prep-workers", min=1, max=64, help="inputs prepared at once (word count's text, "
+        "sort's records), fairly across tenants")] = 2,
     public_metrics: Annotated[bool, typer.Option(
         "--public-metrics", help="serve /metrics to anyone (default: it needs a token; an "
         "admin's shows every tenant, a tenant's only its own series)")] = False,
@@ -97,7 +101,8 @@ def serve(
         sdir = state_dir or (Path(db).resolve().parent / "utilon-state"
                              if "://" not in db else Path("utilon-state"))
         engine = ServiceEngine(store, spec, cluster, pol, be, sdir, weights=book.weight,
-                               admission=admission, seed=spec.seed)
+                               admission=admission, seed=spec.seed, limits=book.limits,
+                               caps_running=book.caps_running, prep_workers=prep_workers)
         app = create_app(engine, book, runs_dir=runs, public_metrics=public_metrics)
         err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
                   f"store {store.safe_url}; dashboard http://{host}:{port}/, API "
@@ -165,9 +170,11 @@ def job_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
         t = Table(title=f"job {j['id']}", title_justify="left", show_header=False)
         live = j.get("live") or {}
         row = (j.get("result") or {}).get("row") or {}
+        prep = live.get("preparation") or {}
         for k, v in (("tenant", j["tenant"]), ("state", j["state"]),
                      ("submitted", _t(j["submitted"])), ("goal", _t(j["goal"])),
                      ("started", _t(j["started"])), ("finished", _t(j["finished"])),
+                     ("input", _prep(prep)),
                      ("tasks", f"{live.get('tasks_done', '–')} done, "
                                f"{live.get('tasks_running', '–')} running of "
                                f"{live.get('tasks', '–')}" if live else "–"),
@@ -216,6 +223,19 @@ def cluster_cmd(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> N
         p50, p95 = pol["decide_ms_p50"], pol["decide_ms_p95"]
         out.print(f"policy {pol['name']}: {pol['decisions']} decisions, decide p50 "
                   f"{_ms(p50)} / p95 {_ms(p95)} (last {pol['window']})")
+
+
+def _prep(p: dict[str, Any]) -> str:
+    """A job's input preparation, as ``utilon job`` shows it."""
+    phase = p.get("phase")
+    if phase == "waiting":
+        return f"waiting to be prepared ({p['waited_s']:.1f} s so far)"
+    if phase == "preparing":
+        return f"being prepared ({p['prep_s']:.1f} s so far, {p['written_mb']:.1f} MB " \
+               f"of {p['input_mb']:.1f})"
+    if phase == "done" and p.get("prep_s") is not None:
+        return f"prepared in {p['prep_s']:.1f} s"
+    return "–"
 
 
 def _ms(x: float | None) -> str:

@@ -3,12 +3,16 @@
 Every request but ``/v1/health`` carries ``Authorization: Bearer <token>``; a tenant's token
 sees and changes only that tenant's jobs, an admin's sees all.  Every error is a JSON body
 ``{"error": "<one line naming the field>", "field": ..., "fix": ...}`` with a 4xx status (5xx
-only if the service itself is broken).
+only if the service itself is broken).  A request body larger than its sender's
+``max_body_kb`` is refused (413) before it is parsed (``BodyLimit``).
+
+A job is named by its id (``pi-1``, its tenant's own name for it) or by ``TENANT:ID``, which is
+how an admin names one tenant's job when several tenants have jobs with that id.
 """
 
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,8 +23,10 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from utilon.service.engine import RequestError, ServiceEngine
+from utilon.service.engine import ServiceEngine
+from utilon.service.errors import RequestError
 from utilon.service.metrics import Metrics, own_series
 from utilon.service.runs import ReportError, list_runs, read_run, resolve
 from utilon.service.store import STATES, JobRecord
@@ -38,7 +44,8 @@ class ErrorOut(BaseModel):
 
 
 class JobOut(BaseModel):
-    id: str
+    id: str = Field(description="the id its tenant gave it (ids are per tenant)")
+    ref: str = Field("", description="TENANT:ID, the name that is unique across tenants")
     tenant: str
     state: Literal["queued", "running", "finished", "cancelled", "failed"]
     submitted: float = Field(description="service time (s since the store's epoch)")
@@ -84,7 +91,8 @@ class Health(BaseModel):
 
 def job_out(rec: JobRecord) -> JobOut:
     row = (rec.result or {}).get("row") or {}
-    return JobOut(id=rec.id, tenant=rec.tenant, state=rec.state,  # type: ignore[arg-type]
+    return JobOut(id=rec.name, ref=f"{rec.tenant}:{rec.name}", tenant=rec.tenant,
+                  state=rec.state,  # type: ignore[arg-type]
                   submitted=rec.submitted, goal=rec.goal, started=rec.started,
                   finished=rec.finished, cancel_requested=rec.cancel_requested,
                   reason=rec.reason, missed=row.get("missed"), utility=row.get("utility"),
@@ -94,6 +102,58 @@ def job_out(rec: JobRecord) -> JobOut:
 def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": message, "field": field,
                                                      "fix": fix})
+
+
+class BodyLimit:
+    """Refuse (413) a request body larger than ``limit(authorization header)`` bytes, before
+    anything parses it: at once when its Content-Length says so, else as soon as the bytes
+    streamed in pass the limit (a chunked body has no length)."""
+
+    def __init__(self, app: ASGIApp, limit: Callable[[str | None], int]) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", ())}
+        auth = headers.get(b"authorization")
+        limit = self.limit(auth.decode("latin-1") if auth is not None else None)
+        declared = headers.get(b"content-length", b"")
+        if declared.strip().isdigit() and int(declared) > limit:
+            await self._refuse(limit, int(declared), scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            msg = await receive()
+            if msg["type"] != "http.request":  # the client went away
+                return
+            body += msg.get("body", b"")
+            if len(body) > limit:
+                await self._refuse(limit, None, scope, receive, send)
+                return
+            more = bool(msg.get("more_body", False))
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _refuse(limit: int, size: int | None, scope: Scope, receive: Receive,
+                      send: Send) -> None:
+        got = f"{size} bytes" if size is not None else "more"
+        await _error(413, f"a request body of {got}; the limit max_body_kb is "
+                     f"{limit // 1024} ({limit} bytes)", "body",
+                     "send a smaller job (see docs/service.md#quotas-and-limits)")(
+            scope, receive, send)
 
 
 def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = True,
@@ -119,6 +179,14 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
     app = FastAPI(title="utilon", version=API_VERSION, lifespan=lifespan,
                   description="A scheduler service: submit jobs with deadlines or utilities; "
                   "utilon's policies schedule them on the cluster it owns.")
+
+    def body_limit(authorization: str | None) -> int:
+        token = authorization[7:].strip() if authorization and authorization.lower(
+            ).startswith("bearer ") else None
+        who = tenants.authenticate(token)
+        return 1024 * tenants.limits(who.name if who is not None else "").max_body_kb
+
+    app.add_middleware(BodyLimit, limit=body_limit)
 
     @app.exception_handler(RequestError)
     async def _refused(_r: Request, e: RequestError) -> JSONResponse:
@@ -148,7 +216,7 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
 
     Who = Annotated[Principal, Depends(principal)]
     responses: dict[int | str, dict[str, Any]] = {
-        s: {"model": ErrorOut} for s in (400, 401, 403, 404, 409, 422, 503)}
+        s: {"model": ErrorOut} for s in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
     @app.get(f"/{API_VERSION}/health", response_model=Health)
     def health() -> Health:
@@ -239,31 +307,45 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
         scope = tenant if who.admin else who.name
         recs, total = engine.store.page(tenant=scope, states=tuple(state or ()), limit=limit,
                                         offset=offset)
-        out = [job_out(r) for r in recs]
-        if live:
-            for j in out:
-                j.live = engine.live_view(j.id) if j.state in ("queued", "running") else None
+        out = []
+        for r in recs:
+            j = job_out(r)
+            if live and r.state in ("queued", "running"):
+                j.live = engine.live_view(r.id)
+            out.append(j)
         return JobPage(jobs=out, total=total, limit=limit, offset=offset)
 
-    def _own(who: Principal, job_id: str) -> JobRecord:
-        rec = engine.store.get(job_id)
-        if rec is None or not who.may_see(rec.tenant):
-            raise RequestError(f"no job {job_id!r}", status=404, where="id")
-        return rec
+    def _own(who: Principal, ref: str) -> JobRecord:
+        """The job ``ref`` (``ID`` or ``TENANT:ID``) names among those ``who`` may see."""
+        owner, sep, name = ref.partition(":")
+        if not sep:
+            owner, name = "", ref
+        if owner:
+            scope = [owner] if who.may_see(owner) else []
+        else:
+            scope = tenants.everyone if who.admin else [who.name]
+        found = [r for r in engine.store.find([f"{t}:{name}" for t in scope] + [name])
+                 if r.tenant in scope and r.name == name]
+        if not found:
+            raise RequestError(f"no job {ref[:200]!r}", status=404, where="id")
+        if len(found) > 1:
+            owners = ", ".join(r.tenant for r in found)
+            raise RequestError(f"jobs of several tenants have id {name!r} ({owners})",
+                               status=409, where="id", fix=f"name one as TENANT:{name}")
+        return found[0]
 
     @app.get(f"/{API_VERSION}/jobs/{{job_id}}", response_model=JobDetail, responses=responses)
     def get_job(who: Who, job_id: str) -> JobDetail:
         rec = _own(who, job_id)
         return JobDetail(**job_out(rec).model_dump(exclude={"live"}), spec=rec.spec,
-                         live=engine.live_view(job_id), result=rec.result,
-                         events=engine.store.events_of(job_id),
-                         attempts=engine.store.attempts_of(job_id))
+                         live=engine.live_view(rec.id), result=rec.result,
+                         events=engine.store.events_of(rec.id),
+                         attempts=engine.store.attempts_of(rec.id))
 
     @app.delete(f"/{API_VERSION}/jobs/{{job_id}}", status_code=202, response_model=JobOut,
                 responses=responses)
     def cancel_job(who: Who, job_id: str) -> JobOut:
-        _own(who, job_id)
-        return job_out(engine.cancel(who, job_id))
+        return job_out(engine.cancel(who, _own(who, job_id).id))
 
     @app.get(f"/{API_VERSION}/cluster", responses=responses)
     def cluster(who: Who) -> dict[str, Any]:

@@ -2,11 +2,18 @@
 taking jobs at any time, and writing every change to the store.
 
 It is ``LiveRun``'s loop (``utilon.live.runner``) without a fixed list of jobs: submissions and
-cancellations arrive through a queue from the API's threads; a job is prepared (its input
-generated) on a thread of its own, then handed to the core as ``JobSubmitted``; a cancel is
-the core's ``JobCancelled``.  After every batch the loop records, in one transaction, the
-attempts it launched, finished, failed or killed, the jobs that started, and the jobs that
-finished (with their ``jobs.csv`` row and output verification) or were cancelled.
+cancellations arrive through a queue from the API's threads; a job with input is prepared (its
+input generated) in a bounded pool, fairly across tenants (``service.prepare``), then handed to
+the core as ``JobSubmitted``; a cancel is the core's ``JobCancelled``.  A submission is held to
+its tenant's limits (``service.quotas``), and a tenant with a running quota to it by the
+policy's decisions (``service.capping``).  After every batch the loop records, in one
+transaction, the attempts it launched, finished, failed or killed, the jobs that started, and
+the jobs that finished (with their ``jobs.csv`` row and output verification) or were
+cancelled.
+
+**Ids.**  A job's id is its tenant's: two tenants may both have a job ``pi-1``.  Inside the
+service (the store's key, the core's job id, its folder) a job is ``TENANT:ID``
+(``job_key``); the API shows ``ID`` and takes either.
 
 **Time.**  The service clock is seconds since the store's epoch (the first start of
 ``utilon serve`` on it), so that a job's deadline means the same after a restart.  Each start
@@ -31,6 +38,7 @@ import math
 import queue
 import re
 import secrets
+import shutil
 import threading
 import time
 import zlib
@@ -68,11 +76,26 @@ from utilon.model.job import Job
 from utilon.model.lifecycle import JobState
 from utilon.scenario.build import build_job
 from utilon.scenario.spec import JobSpec, ScenarioSpec
+from utilon.service.capping import TenantCaps
+from utilon.service.errors import RequestError
+from utilon.service.prepare import Prep, Preparer
+from utilon.service.quotas import (
+    DEFAULT_LIMITS,
+    InputSize,
+    Limits,
+    Usage,
+    check_declared,
+    check_input,
+    check_job,
+    check_payload,
+    input_size,
+)
 from utilon.service.store import JobRecord, Store, attempts
 from utilon.service.tenants import Principal
 
 log = logging.getLogger(__name__)
 ADMISSION = ("reject", "accept")
+OVER = ("finished", "cancelled", "failed")
 _JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 LATENCY_WINDOW = 2000
 SAMPLES = 3600
@@ -81,13 +104,9 @@ SAMPLE_JOBS = 12
 """jobs kept per sample (the largest holders); the rest count in their tenant only"""
 
 
-class RequestError(UtilonError):
-    """A request the service refuses (HTTP 4xx): ``status`` says which."""
-
-    def __init__(self, message: str, *, status: int = 422, where: str = "",
-                 fix: str = "") -> None:
-        super().__init__(message, where=where, fix=fix)
-        self.status = status
+def job_key(tenant: str, job_id: str) -> str:
+    """The service's own name of ``tenant``'s job ``job_id`` (ids are per tenant)."""
+    return f"{tenant}:{job_id}"
 
 
 @dataclass
@@ -95,6 +114,11 @@ class _Built:
     job: Job
     plan: JobPlan | None
     standalone: float
+    size: InputSize = field(default_factory=InputSize)
+
+    @property
+    def prepares(self) -> bool:
+        return self.plan is not None and self.plan.prepare is not None
 
 
 @dataclass
@@ -124,7 +148,9 @@ class ServiceEngine:
     def __init__(self, store: Store, spec: ScenarioSpec, cluster: Cluster, policy: Policy,
                  backend: Backend, state_dir: Path, *, weights: Callable[[str], float]
                  = lambda _t: 1.0, admission: str = "reject", seed: int = 0,
-                 max_wait: float = 0.2, sample_every: float = 1.0) -> None:
+                 max_wait: float = 0.2, sample_every: float = 1.0,
+                 limits: Callable[[str], Limits] = lambda _t: DEFAULT_LIMITS,
+                 caps_running: bool = False, prep_workers: int = 2) -> None:
         if admission not in ADMISSION:
             raise UtilonError(f"unknown admission {admission!r}", where="--admission",
                               fix="reject or accept")
@@ -139,8 +165,13 @@ class ServiceEngine:
         self.seed = seed
         self.max_wait = max_wait
         self.sample_every = sample_every
+        self.limits = limits
+        self.caps_running = caps_running
+        self.usage = Usage()
+        self.preparer = Preparer(prep_workers, done=self._prepared, failed=self._unprepared)
+        self._preparing: dict[str, _Built] = {}  # key -> built, while in the preparer
+        self.prep_seconds: dict[str, float] = {}  # key -> how long its input took
         self.lock = threading.RLock()  # the core and the catalog; held by the loop per batch
-        self.inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.ready: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.stats = EngineStats()
         self.core: SchedulerCore | None = None
@@ -160,21 +191,24 @@ class ServiceEngine:
         self.backend.strict_capacity = not self.policy.overcommits
         self.cluster = self.backend.start(self.declared, self.catalog)
         self.offset = time.time() - self.backend.now() - epoch
-        self.core = SchedulerCore(self.cluster, self.policy, record_attempts=False,
+        policy = self.policy
+        if self.caps_running:
+            policy = TenantCaps(self.policy, self._running_cap)
+        self.core = SchedulerCore(self.cluster, policy, record_attempts=False,
                                   estimates="online")
         self.stats.started_wall = time.time()
         self._recover()
-        for target, name in ((self._prepare_loop, "utilon-prepare"),
-                             (self._loop, "utilon-engine")):
-            t = threading.Thread(target=self._guarded(target), name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self.preparer.start()
+        t = threading.Thread(target=self._guarded(self._loop), name="utilon-engine",
+                             daemon=True)
+        t.start()
+        self._threads.append(t)
         self._running.set()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Checkpoint and stop: running tasks are stopped and their jobs re-queued."""
         self._stop.set()
-        self.inbox.put(("stop", None))
+        self.preparer.stop()
         for t in self._threads:
             t.join(timeout)
         self._checkpoint()
@@ -199,9 +233,11 @@ class ServiceEngine:
         return run
 
     # -- submissions (API threads) ------------------------------------------------------
-    def build(self, payload: dict[str, Any], tenant: str, submit: float) -> _Built:
-        """The job a payload describes, built on the service's cluster; a bad payload is a
-        ``RequestError`` naming the field."""
+    def build(self, payload: dict[str, Any], tenant: str, submit: float,
+              limits: Limits | None = None) -> _Built:
+        """The job a payload describes (its ``id`` the job's key), built on the service's
+        cluster; a bad payload, or one past ``limits``, is a ``RequestError`` naming the
+        field."""
         from pydantic import ValidationError
 
         data = dict(payload)
@@ -214,6 +250,9 @@ class ServiceEngine:
             loc = ".".join(str(x) for x in first["loc"] if not str(x).startswith("function"))
             raise RequestError(first["msg"], where=loc or "(job)",
                                   fix="see docs/scenario.md#jobs") from None
+        size = input_size(js.run, self.state_dir) if js.run is not None else InputSize()
+        if limits is not None:
+            check_input(size, limits)
         js = js.model_copy(update={"weight": js.weight * self.weights(tenant)})
         # drawn from the job's id, so that a restart rebuilds the very same job
         index = zlib.crc32(js.id.encode("utf-8"))
@@ -223,68 +262,134 @@ class ServiceEngine:
                                               index=index, base_dir=self.state_dir)
         except UtilonError as e:
             raise RequestError(e.message, where=e.where, fix=e.fix) from None
+        if limits is not None:
+            check_job(job, limits, self._capacity(), self.cluster.slot_resource)
         try:
             check_workload(self.cluster, [job], self.policy)
             check_resources(self.cluster, [job], self.backend.name)
         except (Unrunnable, UtilonError) as e:
             raise RequestError(e.message, where="stages", fix=e.fix) from None
-        return _Built(job, plan, standalone)
+        return _Built(job, plan, standalone, size)
 
     def submit(self, who: Principal, payload: dict[str, Any]) -> JobRecord:
-        """Accept a job: built, checked, durable in the store, then queued for the core."""
+        """Accept a job: checked against its tenant's limits, built, durable in the store,
+        then prepared (if it has input) and queued for the core."""
         if not self.running:
             raise RequestError("the service is not running" + (
                 f" ({self.error})" if self.error else ""), status=503)
         data = dict(payload)
         admission = data.pop("admission", self.admission)
         if admission not in ADMISSION:
-            raise RequestError(f"unknown admission {admission!r}", where="admission",
-                                  fix="reject or accept")
+            raise RequestError(f"unknown admission {str(admission)[:80]!r}",
+                               where="admission", fix="reject or accept")
         if "submit" in data:
             raise RequestError("submit is set by the service (the time it accepts the job)",
                                   where="submit", fix="leave submit out")
         tenant = str(data.get("tenant") or who.name)
         if not who.may_see(tenant):
-            raise RequestError(f"tenant {who.name!r} cannot submit for {tenant!r}",
+            raise RequestError(f"tenant {who.name!r} cannot submit for {tenant[:80]!r}",
                                   status=403, where="tenant", fix="leave tenant out")
-        job_id = str(data.get("id") or f"{tenant}-{secrets.token_hex(5)}")
-        if not _JOB_ID.match(job_id):  # it names the job's directory: no paths, no oddities
-            raise RequestError(f"bad job id {job_id[:80]!r}", where="id",
+        limits = self.limits(tenant)
+        check_payload(data, limits)
+        check_declared(data, limits)
+        name = str(data.get("id") or f"{tenant}-{secrets.token_hex(5)}")
+        if not _JOB_ID.match(name):  # it names the job's directory: no paths, no oddities
+            raise RequestError(f"bad job id {name[:80]!r}", where="id",
                                   fix="letters, digits, '_', '.', '-', at most 128, starting "
                                       "with a letter or digit (or leave id out)")
-        data["id"] = job_id
-        if self.store.get(job_id) is not None:
-            raise RequestError(f"a job with id {job_id!r} exists", status=409, where="id",
-                                  fix="give another id, or leave id out")
+        key = job_key(tenant, name)
+        if self.store.get(key) is not None:
+            raise self._taken(name)
+        data["id"] = key
         now = self.now()
-        built = self.build(data, tenant, now)
+        built = self.build(data, tenant, now, limits)
         goal = built.job.utility.goal
-        if admission == "reject" and goal is not None and now + built.standalone > goal:
+        prep = self.preparer.estimate(tenant, built.size.written) if built.prepares else 0.0
+        if admission == "reject" and goal is not None and now + prep + built.standalone > goal:
+            needs = (f"{prep:.1f} s to prepare its input and " if prep >= 0.05 else "")
             raise RequestError(
-                f"the deadline cannot be met: the job needs {built.standalone:.1f} s alone on "
-                f"the whole cluster and has {goal - now:.1f} s", where="utility",
+                f"the deadline cannot be met: the job needs {needs}{built.standalone:.1f} s "
+                f"alone on the whole cluster and has {goal - now:.1f} s", where="utility",
                 fix="give a later deadline, or submit with admission: accept")
         spec = {k: v for k, v in data.items()}
+        spec["id"] = name
         spec["submit"] = now
         spec["tenant"] = tenant
-        if not self.store.add_job(job_id, tenant, spec, now, goal):
-            raise RequestError(f"a job with id {job_id!r} exists", status=409, where="id",
-                                  fix="give another id, or leave id out")
-        self.inbox.put(("job", (job_id, built)))
-        rec = self.store.get(job_id)
+        self.usage.admit(tenant, key, built.size.written, limits)
+        try:
+            added = self.store.add_job(key, tenant, spec, now, goal)
+        except BaseException:
+            self.usage.release(key)
+            raise
+        if not added:
+            self.usage.release(key)
+            raise self._taken(name)
+        self._enqueue(key, tenant, built)
+        rec = self.store.get(key)
         assert rec is not None
         return rec
 
-    def cancel(self, who: Principal, job_id: str) -> JobRecord:
-        rec = self.store.get(job_id)
+    @staticmethod
+    def _taken(name: str) -> RequestError:
+        # only ever about the tenant's own jobs: ids are per tenant (issue 46: a 409 told
+        # one tenant which ids another had)
+        return RequestError(f"you already have a job with id {name!r}", status=409,
+                            where="id", fix="give another id, or leave id out")
+
+    def cancel(self, who: Principal, key: str) -> JobRecord:
+        rec = self.store.get(key)
         if rec is None or not who.may_see(rec.tenant):
-            raise RequestError(f"no job {job_id!r}", status=404, where="id")
+            raise RequestError(f"no job {key.partition(':')[2] or key!r}", status=404,
+                               where="id")
         if rec.state in ("queued", "running"):
-            self.store.request_cancel(job_id, self.now())
-            self.inbox.put(("cancel", job_id))
-        out = self.store.get(job_id)
+            self.store.request_cancel(key, self.now())
+            self.preparer.cancel(key)  # its preparation stops now, and its files go
+            self.ready.put(("cancel", key))
+        out = self.store.get(key)
         assert out is not None
         return out
+
+    def _capacity(self) -> float:
+        r = self.cluster.slot_resource
+        return sum(m.capacity[r] for m in self.cluster.machines)
+
+    def _running_cap(self, tenant: str, capacity: float) -> float:
+        return self.limits(tenant).running_cap(capacity)
+
+    # -- preparation --------------------------------------------------------------------
+    def _enqueue(self, key: str, tenant: str, built: _Built) -> None:
+        """To the core now, or once its input is prepared."""
+        if not built.prepares:
+            self.ready.put(("job", (key, built)))
+            return
+        assert self.catalog is not None and built.plan is not None
+        assert built.plan.prepare is not None
+        self._preparing[key] = built
+        self.preparer.put(Prep(key, tenant, self.catalog.job_dir(key), built.plan.prepare,
+                               built.size.written, built))
+
+    def _prepared(self, p: Prep) -> None:
+        self.usage.resize(p.key, p.written)
+        self.prep_seconds[p.key] = p.seconds or 0.0
+        self._preparing.pop(p.key, None)
+        self.ready.put(("job", (p.key, p.payload)))
+
+    def _unprepared(self, p: Prep, reason: str) -> None:
+        self._preparing.pop(p.key, None)
+        with self.store.tx() as c:
+            self._close(c, p.key, "failed", self.now(), detail=reason, reason=reason)
+
+    def _close(self, c: Any, key: str, state: str, at: float, *, detail: str = "",
+               **values: Any) -> bool:
+        """Move an open job to ``state`` in the store (``Store.transition``); once it is
+        over its tenant's use drops, and a cancelled or failed job's files go."""
+        moved = self.store.transition(c, key, state, at, detail=detail, **values)
+        if moved and state in OVER:
+            self.usage.release(key)
+            self._preparing.pop(key, None)
+            if state != "finished" and self.catalog is not None:
+                shutil.rmtree(self.catalog.job_dir(key), ignore_errors=True)
+        return moved
 
     # -- the loop -----------------------------------------------------------------------
     def _recover(self) -> None:
@@ -293,8 +398,8 @@ class ServiceEngine:
         for rec in self.store.open_jobs():
             if rec.cancel_requested:
                 with self.store.tx() as c:
-                    self.store.transition(c, rec.id, "cancelled", now,
-                                          detail="cancel requested before a restart")
+                    self._close(c, rec.id, "cancelled", now,
+                                detail="cancel requested before a restart")
                 continue
             if rec.state == "running":
                 with self.store.tx() as c:
@@ -302,39 +407,18 @@ class ServiceEngine:
                                           detail="re-queued: the service restarted while it "
                                                  "ran")
             try:
-                built = self.build({k: v for k, v in rec.spec.items()
-                                    if k not in ("submit", "tenant")}, rec.tenant,
-                                   float(rec.spec["submit"]))
+                spec = {k: v for k, v in rec.spec.items() if k not in ("submit", "tenant")}
+                spec["id"] = rec.id
+                built = self.build(spec, rec.tenant, float(rec.spec["submit"]))
             except UtilonError as e:
                 with self.store.tx() as c:
-                    self.store.transition(c, rec.id, "failed", now,
-                                          detail=f"cannot be rebuilt: {e.one_line()}",
-                                          reason=e.one_line())
+                    self._close(c, rec.id, "failed", now,
+                                detail=f"cannot be rebuilt: {e.one_line()}",
+                                reason=e.one_line())
                 continue
             self.stats.recovered += 1
-            self.inbox.put(("job", (rec.id, built)))
-
-    def _prepare_loop(self) -> None:
-        """Generate each job's input before the core hears of it (off the loop's thread)."""
-        while not self._stop.is_set():
-            kind, item = self.inbox.get()
-            if kind == "stop":
-                self.ready.put(("stop", None))
-                return
-            if kind == "job":
-                job_id, built = item
-                try:
-                    with self.lock:
-                        assert self.catalog is not None
-                        self.catalog.add(built.job, built.plan)
-                    self.catalog.prepare_job(built.job)
-                except Exception as e:
-                    with self.store.tx() as c:
-                        self.store.transition(c, job_id, "failed", self.now(),
-                                              detail=f"input preparation failed: {e}",
-                                              reason=f"input preparation failed: {e}")
-                    continue
-            self.ready.put((kind, item))
+            self.usage.hold(rec.tenant, rec.id, built.size.written)
+            self._enqueue(rec.id, rec.tenant, built)
 
     def _loop(self) -> None:
         core = self.core
@@ -366,6 +450,9 @@ class ServiceEngine:
                     if rec.cancel_requested or job_id in pending_cancel:
                         cancelled_now.append(job_id)
                         continue
+                    assert self.catalog is not None
+                    self.catalog.add(built.job, built.plan)
+                    self.catalog.job_dir(job_id).mkdir(parents=True, exist_ok=True)
                     stimuli.append(JobSubmitted(built.job))
                 elif kind == "cancel":
                     if item in core.active:
@@ -385,7 +472,7 @@ class ServiceEngine:
             if cancelled_now:
                 with self.store.tx() as c:
                     for jid in cancelled_now:
-                        self.store.transition(c, jid, "cancelled", now, detail="cancelled")
+                        self._close(c, jid, "cancelled", now, detail="cancelled")
             if not stimuli:
                 continue
             with self.lock:
@@ -442,12 +529,12 @@ class ServiceEngine:
                     verification = self._verify(jid)
                     result = {"row": row, "verification": verification,
                               "outputs": str(self.catalog.job_dir(jid))}
-                    store.transition(c, jid, "finished", now, finished=rt.finish,
+                    self._close(c, jid, "finished", now, finished=rt.finish,
                                      result=json.dumps(result), missed=bool(row["missed"]),
                                      utility=float(row["utility"]),
                                      detail="met" if not row["missed"] else "missed")
                 elif rt.state is JobState.CANCELLED:
-                    store.transition(c, jid, "cancelled", now, detail="cancelled")
+                    self._close(c, jid, "cancelled", now, detail="cancelled")
 
     def _sample(self, now: float) -> Sample:
         core = self.core
@@ -514,7 +601,7 @@ class ServiceEngine:
         with self.lock:
             rt = core.jobs.get(job_id)
             if rt is None:
-                return None
+                return self._preparation_view(job_id)
             now = self.now()
             total = sum(st.total for st in rt.stages)
             done = sum(st.done for st in rt.stages)
@@ -529,9 +616,31 @@ class ServiceEngine:
                        "running": st.running} for st in rt.stages]
             reason = core.infeasible.get(job_id, "")  # why the policy cannot honour it
         status = deadline_status(goal, rt.finish, now, est)
+        prep = self.prep_seconds.get(job_id)
         return {"tasks": total, "tasks_done": done, "tasks_running": running,
                 "estimated_completion": est, "utility_now": u.value(t), "goal": goal,
-                "deadline_status": status, "stages": stages, "policy_reason": reason}
+                "deadline_status": status, "stages": stages, "policy_reason": reason,
+                "preparation": {"phase": "done" if prep is not None else "none",
+                                "prep_s": prep}}
+
+    def _preparation_view(self, key: str) -> dict[str, Any] | None:
+        """The live view of a job whose input is waiting or being prepared: its estimated
+        completion is the preparation left (at the measured rate) plus its time alone."""
+        built = self._preparing.get(key)
+        phase = self.preparer.status(key)
+        if built is None or phase is None:
+            return None
+        now = self.now()
+        expect = built.size.written / self.preparer.rate
+        est = now + max(0.0, expect - phase.get("prep_s", 0.0)) + built.standalone
+        job = built.job
+        goal = job.utility.goal
+        return {"tasks": sum(len(st.tasks) for st in job.stages), "tasks_done": 0,
+                "tasks_running": 0, "estimated_completion": est,
+                "utility_now": job.utility.value(now), "goal": goal,
+                "deadline_status": deadline_status(goal, None, now, est),
+                "stages": [{"name": st.name, "tasks": len(st.tasks), "done": 0, "running": 0}
+                           for st in job.stages], "policy_reason": "", "preparation": phase}
 
     def cluster_view(self, who: Principal) -> dict[str, Any]:
         core = self.core

@@ -17,10 +17,11 @@ Tables:
 
 * ``meta``: the service epoch (wall-clock second that is time 0 of the service's clock) and the
   incarnation counter (one per start of ``utilon serve`` on this store);
-* ``jobs``: one row per accepted job -- its tenant, the submitted spec (JSON, with ``submit``
-  on the service clock), its state (``queued``, ``running``, ``finished``, ``cancelled``,
-  ``failed``), when it was submitted, started and finished, and once finished its result (the
-  ``jobs.csv`` row and the output verification);
+* ``jobs``: one row per accepted job, keyed by ``TENANT:ID`` (a job's id is its tenant's;
+  stores written before issue 46 have rows keyed by the bare id) -- its tenant, the submitted
+  spec (JSON, with ``submit`` on the service clock), its state (``queued``, ``running``,
+  ``finished``, ``cancelled``, ``failed``), when it was submitted, started and finished, and
+  once finished its result (the ``jobs.csv`` row and the output verification);
 * ``events``: every state change of a job (and a cancel request), in order;
 * ``attempts``: every task attempt, opened at launch and closed with its outcome.
 """
@@ -105,6 +106,12 @@ class JobRecord:
     cancel_requested: bool
     reason: str
     result: dict[str, Any] | None
+
+    @property
+    def name(self) -> str:
+        """The id its tenant gave it (``id`` is the store's key, ``TENANT:ID``)."""
+        prefix = self.tenant + ":"
+        return self.id[len(prefix):] if self.id.startswith(prefix) else self.id
 
 
 def _record(row: Any) -> JobRecord:
@@ -279,6 +286,15 @@ class Store:
         with self.engine.connect() as c:
             row = c.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
         return None if row is None else _record(row)
+
+    def find(self, keys: Sequence[str]) -> list[JobRecord]:
+        """The jobs with any of these keys, in submission order."""
+        if not keys:
+            return []
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(jobs).where(jobs.c.id.in_(list(dict.fromkeys(keys))))
+                             .order_by(jobs.c.seq)).all()
+        return [_record(r) for r in rows]
 
     def page(self, *, tenant: str | None = None, states: Sequence[str] = (),
              limit: int = 100, offset: int = 0, newest_first: bool = True

@@ -61,7 +61,8 @@ function jobRow(j) {
   const util = j.utility ?? live.utility_now;
   const tasks = live.tasks ? `${live.tasks_done}/${live.tasks} (${live.tasks_running} running)`
     : "–";
-  return `<tr data-id="${esc(j.id)}" class="${risky ? "risk" : ""}">` +
+  return `<tr data-id="${esc(j.id)}" data-ref="${esc(j.ref || j.id)}"` +
+    ` class="${risky ? "risk" : ""}">` +
     `<td>${esc(j.id)}</td><td>${esc(j.tenant)}</td><td data-col="state">${esc(j.state)}</td>` +
     `<td>${mark(j)}</td><td>${secs(when)}</td><td>${secs(j.goal)}</td>` +
     `<td>${util === null || util === undefined ? "–" : Number(util).toFixed(3)}</td>` +
@@ -109,7 +110,7 @@ async function detail(id) {
     `<th>start</th><th>end</th><th>outcome</th><th>incarnation</th></tr></thead>` +
     `<tbody>${attempts}</tbody></table><h3>Events</h3><ul>${events}</ul>`;
   box.hidden = false;
-  if (open) $("cancel").onclick = () => cancel(j.id);
+  if (open) $("cancel").onclick = () => cancel(j.ref || j.id);
 }
 
 async function cancel(id) {
@@ -252,7 +253,7 @@ $("prev").onclick = () => { S.offset = Math.max(0, S.offset - PAGE); refresh(); 
 $("next").onclick = () => { S.offset += PAGE; refresh(); };
 $("jobs").onclick = (ev) => {
   const tr = ev.target.closest("tr");
-  if (tr) { S.selected = tr.dataset.id; detail(S.selected); }
+  if (tr) { S.selected = tr.dataset.ref || tr.dataset.id; detail(S.selected); }
 };
 $("runs").onclick = (ev) => {
   const tr = ev.target.closest("tr");
@@ -267,7 +268,7 @@ $("submit-job").onclick = async () => {
   try {
     const j = await api("/jobs", { method: "POST", body: JSON.stringify(job) });
     say(`submitted ${j.id} (${j.state})`, true);
-    S.selected = j.id; show("jobs");
+    S.selected = j.ref || j.id; show("jobs");
   } catch (e) { say(e.message); }
 };
 $("token").value = S.token;
