@@ -4,9 +4,12 @@ first asked for (``policies.base.BUILTINS``), so importing this package is cheap
 
 from utilon.policies.base import (
     BUILTINS,
+    DEFAULT_ALIAS,
+    DEFAULT_POLICY,
     WORLDS,
     CloudPolicy,
     Policy,
+    canonical,
     cloud_policy_class,
     load_builtins,
     make_cloud_policy,
@@ -18,6 +21,7 @@ from utilon.policies.base import (
     world_of,
 )
 
-__all__ = ["BUILTINS", "WORLDS", "CloudPolicy", "Policy", "cloud_policy_class", "load_builtins",
+__all__ = ["BUILTINS", "DEFAULT_ALIAS", "DEFAULT_POLICY", "WORLDS", "CloudPolicy", "Policy",
+           "canonical", "cloud_policy_class", "load_builtins",
            "make_cloud_policy", "make_policy", "policy_class", "policy_names",
            "policy_parameters", "register", "world_of"]

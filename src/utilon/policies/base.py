@@ -29,8 +29,8 @@ from utilon.cloud.policy import CloudPolicy
 from utilon.core.policy import EVENT_TRIGGERS, Policy
 from utilon.errors import ParameterError, UnknownNameError
 
-__all__ = ["BUILTINS", "EVENT_TRIGGERS", "WORLDS", "CloudPolicy", "P", "Policy",
-           "cloud_policy_class", "load_builtins",
+__all__ = ["BUILTINS", "DEFAULT_ALIAS", "DEFAULT_POLICY", "EVENT_TRIGGERS", "WORLDS",
+           "CloudPolicy", "P", "Policy", "canonical", "cloud_policy_class", "load_builtins",
            "make_cloud_policy", "make_policy", "policy_class", "policy_names",
            "policy_parameters", "register", "world_of"]
 
@@ -56,6 +56,7 @@ BUILTINS: dict[str, tuple[str, str]] = {
     "ras": ("slot", "utilon.policies.ras.policy"),
     "rds": ("slot", "utilon.policies.rds.policy"),
     "rrh": ("slot", "utilon.policies.rrh"),
+    "triage": ("slot", "utilon.policies.triage"),
     "cura": ("cloud", "utilon.policies.cura.reconfig"),
     "cura-capacity": ("cloud", "utilon.policies.cura.reconfig"),
     "dedicated": ("cloud", "utilon.policies.cura.baselines"),
@@ -65,6 +66,16 @@ BUILTINS: dict[str, tuple[str, str]] = {
 }
 
 
+#: What ``--policy default`` (and every command's default) runs: utilon's own policy.
+DEFAULT_POLICY = "triage"
+DEFAULT_ALIAS = "default"
+
+
+def canonical(name: str) -> str:
+    """The registered name ``name`` stands for (``default`` is utilon's own policy)."""
+    return DEFAULT_POLICY if name == DEFAULT_ALIAS else name
+
+
 def load_builtins() -> None:
     """Import every built-in policy module (``utilon policies`` describes them all)."""
     for _, module in BUILTINS.values():
@@ -72,6 +83,7 @@ def load_builtins() -> None:
 
 
 def _registered(name: str) -> type[Policy] | type[CloudPolicy] | None:
+    name = canonical(name)
     cls = _REGISTRY.get(name)
     if cls is None and name in BUILTINS:
         importlib.import_module(BUILTINS[name][1])
@@ -97,6 +109,7 @@ def policy_names(world: str = "slot") -> list[str]:
 
 def world_of(name: str) -> str | None:
     """The world a policy runs in, or ``None`` for an unknown name."""
+    name = canonical(name)
     if name in _REGISTRY:
         return _REGISTRY[name].world
     return BUILTINS[name][0] if name in BUILTINS else None

@@ -1,0 +1,344 @@
+"""Triage: utilon's own policy, the default of every command.
+
+EDF is optimal while every deadline can be met and collapses under overload: it serves the
+job whose goal is earliest, which under overload is a job that is already late, and every job
+behind it slips in turn (the domino effect).  Dropping late jobs fixes the misses and wrecks
+lateness: a job that is abandoned finishes arbitrarily late (the penalty of such a heuristic was
+4-60x Fair's on SWIM, issue 45).  Triage keeps EDF where it is right and changes only which
+jobs wait when not everyone can be on time, with a bound on how long a late job may wait.
+
+At every decision it predicts, for each active job, the time it needs and when it would finish
+in a given order, and sorts the jobs into three tiers:
+
+1. **On time** (and late jobs past their bound): in EDF order.  They are chosen by Moore and
+   Hodgson's rule (the schedule that minimises the number of late jobs on one machine): walk the
+   jobs in goal order, accumulating their work; when the job at hand is predicted late, take out
+   the job of the prefix whose removal costs least -- first a job that is late anyway and still
+   within its bound (the one whose penalty grows slowest per unit of capacity it frees), else the
+   on-time job with the least utility at stake per unit of work.
+2. **Deferred**: the jobs taken out.  They run on whatever the first tier leaves (grants are
+   work-conserving), in Smith's order for weighted lateness: least remaining work per unit of
+   penalty rate (``weight / window``) first, which minimises the penalty they add.
+3. **No goal** (constant utility): last, in arrival order; nothing is lost by their waiting.
+
+**The bound.**  A late job is deferred only while its predicted relative lateness
+``(finish - goal) / (goal - submit)`` stays within ``bound`` (default 1: a late job is not made
+to wait once it would finish more than its own window after its goal).  Past it the job is
+pinned in tier 1, ahead of on-time jobs by its goal, as EDF would serve it.  So a job is never
+abandoned: once pinned it is served first, and it finishes at most ``bound`` windows late plus
+the time the pinned jobs ahead of it need.
+
+**The prediction** uses only what a real scheduler has: each stage's expected task duration
+(an estimate, learned online under ``estimates: realistic``), its task counts, how long its
+running tasks have run, and the cluster's capacity now.  A job's *work* is its slot-seconds
+left (a running task is credited for the time it has run, keeping at least a tenth of its
+expected time left: an overdue task is not done); its *path* is the time it needs alone on the
+cluster (its stages one after another, each in waves of as many tasks as the cluster holds).
+In an order, the job at position k finishes at ``now + max(W_k / C, path_k)`` with ``W_k`` the
+work of the jobs up to and including it and ``C`` the cluster's slot capacity: a fluid bound.
+
+**Utilities.**  A job's stake is what missing loses: its utility's range (``bounds``: for a
+deadline step its value, for CORA's sigmoid ``p``).  A job whose utility has no goal has no
+deadline to miss.  The policy reports every deferred job as ``infeasible`` with why (its
+predicted lateness and how many on-time jobs its deferral protects): the live view and the
+dashboard show it.
+
+What the papers teach and where it lives: utilities and their slopes (CORA, RRH) in the stake
+and penalty rate; risk of missing under uncertain remaining work (RDS) in the prediction from
+online estimates; resource-aware packing (RAS) is left to the dispatcher, which places every
+granted task on the first machine it fits.  Placement preferences (alsched) and capacity
+forecasts (RDS) are not used: see docs/policies.md.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from bisect import insort
+from typing import NamedTuple
+
+from utilon.core.decision import Decision, Grant, Infeasible
+from utilon.core.messages import Trigger
+from utilon.core.snapshot import ClusterSnapshot, JobView
+from utilon.policies.base import EVENT_TRIGGERS, Policy, register
+
+# Measured estimate errors needed before their quantile replaces the factor-of-two default.
+_MIN_ERRORS = 20
+# An overdue running task keeps this share of its expected time left (it is not done).
+_OVERDUE_LEFT = 0.1
+
+
+class Outlook(NamedTuple):
+    """What the policy predicts for one job."""
+
+    work: float  # slot-seconds left
+    path: float  # seconds it needs with the whole cluster to itself
+    goal: float
+    window: float  # goal - submit (at least 1 s)
+    stake: float  # utility lost by missing the goal
+    rate: float  # penalty per second late: weight / window
+    held: float  # slots its running tasks hold
+    running: int  # its running tasks
+    busy_time: float  # sum of its running tasks' expected durations
+    size: float  # slot size of its next task (its first stage with tasks left)
+    task: float  # expected duration of its next task
+
+
+def outlook(job: JobView, now: float, capacity: float, doubt: float = 1.0) -> Outlook | None:
+    """The job's outlook at ``now``, or ``None`` when it has no task left.  A stage none of
+    whose tasks has finished is planned at ``doubt`` x its estimate (an estimate not yet
+    checked against a measurement: ``Triage._doubt``)."""
+    work = path = held = busy_time = 0.0
+    running = 0
+    first = task = 0.0
+    for s in job.stages:
+        left = s.total - s.done
+        if left <= 0:
+            continue
+        e = s.expected_duration if s.done else s.expected_duration * doubt
+        size = s.slot_size
+        if not first and (s.ready or s.running):
+            first, task = size, e
+        r = s.running
+        unstarted = left - r
+        width = max(1, int(capacity / size + 1e-9))
+        if r:
+            run_left = max(r * e - (r * now - s.started_sum), _OVERDUE_LEFT * r * e)
+            work += size * (unstarted * e + run_left)
+            head = run_left / r  # running tasks first (their mean time left) ...
+            held += r * size
+            running += r
+            busy_time += r * e
+        else:
+            work += size * unstarted * e
+            head = 0.0
+        free = width - r  # ... then the unstarted ones, in waves of what the cluster holds
+        if unstarted <= free:
+            path += max(head, e if unstarted else 0.0)
+        else:
+            path += head + math.ceil((unstarted - max(free, 0)) / width) * e
+    if running == 0 and work == 0.0:
+        return None
+    goal = job.utility.goal
+    if goal is None:
+        goal = window = math.inf
+        rate = 0.0
+    else:
+        window = max(goal - job.submit, 1.0)
+        rate = job.weight / window
+    lo, hi = job.utility.bounds
+    return Outlook(work, path, goal, window, max(hi - lo, 1e-9), rate, held, running,
+                   busy_time, first or job.slot_size, task)
+
+
+@register
+class Triage(Policy):
+    name = "triage"
+    summary = ("utilon's own: EDF while goals can be met; when not, Moore-Hodgson defers the "
+               "cheapest jobs, late jobs never beyond a bound (the default policy)")
+    paper = "ours (issue 45): EDF, Moore & Hodgson 1968, Smith 1956; utilities after CORA/RRH"
+    # every event but a stage's end: a stage ending changes a job's outlook only by the
+    # work it had left, and deciding there too doubled the decisions on the SWIM day
+    triggers = EVENT_TRIGGERS - {Trigger.STAGE_FINISHED}
+
+    def __init__(self, bound: float = 1.0, forecast: bool = True, reserve: bool = True,
+                 history: float = 600.0, confidence: float = 0.8) -> None:
+        if not (math.isfinite(bound) and bound >= 0):
+            raise ValueError("bound must be a finite number >= 0")
+        if not (math.isfinite(history) and history > 0):
+            raise ValueError("history must be a finite number of seconds > 0")
+        if not 0.0 <= confidence < 1.0:
+            raise ValueError("confidence must be within [0, 1)")
+        self.bound = bound
+        self.confidence = confidence
+        self.forecast = forecast
+        self.reserve = reserve
+        self.history = history
+        self.bind(None)
+
+    def bind(self, cluster: object) -> None:
+        self._seen: set[str] = set()
+        self._arrivals: list[tuple[float, float, float]] = []  # (submit, work, window)
+        self._deferred: set[str] = set()
+        self._cache: dict[str, tuple[JobView, float, Outlook | None]] = {}
+        self._outlooks: dict[str, Outlook] = {}
+        self._reasons: dict[str, str] = {}
+        self._priors: dict[tuple[str, int], float] = {}
+        self._errors: list[float] = []  # |ln(measured / prior)|, sorted
+        self._sorted: tuple[list[float], list[float]] = ([], [0.0])
+        self._sorted_key: tuple[int, object] = (-1, None)
+
+    def _learn(self, job: JobView) -> None:
+        """Measure the estimator: a stage's estimate before any of its tasks finished (its
+        prior) against the estimate after the first did (a measurement)."""
+        priors = self._priors
+        for s in job.stages:
+            key = (job.id, s.index)
+            if s.done == 0:
+                priors.setdefault(key, s.expected_duration)
+            else:
+                prior = priors.pop(key, None)
+                if prior is not None and prior > 0 and s.expected_duration > 0:
+                    insort(self._errors, abs(math.log(s.expected_duration / prior)))
+
+    def _doubt(self) -> float:
+        """How far down an unchecked estimate may be off: the ``confidence`` quantile of the
+        estimator's measured errors (a factor of two until ``_MIN_ERRORS`` are measured, the
+        3Sigma threshold for a bad prediction).  Planning unchecked stages that much shorter
+        makes the policy call a job late, and defer anyone for it, only when it is late even
+        if its estimate was too high: with wrong estimates a deferral is a bet that can lose."""
+        errors = self._errors
+        if len(errors) < _MIN_ERRORS:
+            return 0.5
+        q = errors[min(len(errors) - 1, int(self.confidence * len(errors)))]
+        return math.exp(-q)
+
+    def _interference(self, now: float) -> tuple[list[float], list[float], float]:
+        """Work that arrived in the last ``history`` seconds, sorted by window, as prefix
+        sums, and the span it arrived over: future jobs with a window up to x bring about
+        rate(x) * x of work before a goal x seconds away."""
+        arr = self._arrivals
+        cut = now - self.history
+        if arr and arr[0][0] < cut:
+            self._arrivals = arr = [a for a in arr if a[0] >= cut]
+        key = (len(arr), arr[0] if arr else None)
+        if key != self._sorted_key:  # arrivals came or went: sort again
+            by_window = sorted(arr, key=lambda a: a[2])
+            windows = [a[2] for a in by_window]
+            sums = [0.0]
+            for a in by_window:
+                sums.append(sums[-1] + a[1])
+            self._sorted = (windows, sums)
+            self._sorted_key = key
+        # over the whole window even before it has passed: early on that underestimates the
+        # rate (a few jobs at the start are not a flood), it never inflates it
+        return self._sorted[0], self._sorted[1], self.history
+
+    def decide(self, snapshot: ClusterSnapshot) -> Decision:
+        now = snapshot.now
+        capacity = max(snapshot.total_slots, 1e-9)
+        timed: list[tuple[float, float, int, JobView, Outlook]] = []
+        untimed: list[JobView] = []
+        online = snapshot.online_estimates
+        doubt = self._doubt() if online else 1.0
+        cache = self._cache
+        fresh: dict[str, tuple[JobView, float, Outlook | None]] = {}
+        self._outlooks = outlooks = {}
+        for i, j in enumerate(snapshot.jobs):
+            # a job with nothing running looks the same until its view changes (views are
+            # rebuilt only on change): most of a long queue costs a lookup
+            hit = cache.get(j.id)
+            if hit is not None and hit[0] is j and hit[1] == capacity:
+                o = hit[2]
+            else:
+                o = outlook(j, now, capacity, doubt)
+                if online:
+                    self._learn(j)
+            if o is None:
+                continue
+            if o.running == 0:
+                fresh[j.id] = (j, capacity, o)
+            outlooks[j.id] = o
+            if (self.forecast or self.reserve) and j.id not in self._seen:
+                self._seen.add(j.id)
+                self._arrivals.append((j.submit, o.work, o.window))
+            if o.goal < math.inf:
+                timed.append((o.goal, j.submit, i, j, o))
+            else:
+                untimed.append(j)
+        self._cache = fresh
+        timed.sort(key=lambda t: t[:3])
+
+        # Moore-Hodgson over the goal order; the heap holds the removable jobs of the
+        # prefix, cheapest to remove first: late-within-bound jobs (tier 0 of the key)
+        # before on-time ones, each by its own cost per unit of work freed.
+        if self.forecast:
+            windows, sums, span = self._interference(now)
+        heap: list[tuple[int, float, int]] = []
+        removed: set[int] = set()
+        load = 0.0
+        late_now: list[int] = []
+        for k, (_, _, i, _j, o) in enumerate(timed):
+            goal = o.goal
+            load += o.work
+            alone = now + o.path
+            extra = 0.0
+            if self.forecast and goal > now:
+                extra = sums[bisect.bisect_right(windows, goal - now)] / span * (goal - now)
+            if alone > goal + 1e-9:  # late whatever the order
+                if (alone - goal) / o.window <= self.bound:
+                    # deferring it costs penalty at rate o.rate per second: cheapest first
+                    heapq.heappush(heap, (0, o.rate / max(o.work, 1e-12), k))
+                late_now.append(i)
+            else:
+                heapq.heappush(heap, (1, o.stake / max(o.work, 1e-12), k))
+            while heap and now + max((load + extra) / capacity, o.path) > goal + 1e-9 \
+                    and alone <= goal + 1e-9:
+                _, _, r = heapq.heappop(heap)
+                removed.add(r)
+                load -= timed[r][4].work
+                if r == k:
+                    break
+
+        kept = [t[3] for k, t in enumerate(timed) if k not in removed]
+        deferred = sorted((timed[r] for r in removed),
+                          key=lambda t: (t[4].work / max(t[4].rate, 1e-300), t[4].goal, t[2]))
+        ordered = kept + [t[3] for t in deferred] + untimed
+        if self.reserve:
+            grants = self._reserving(snapshot, ordered, capacity)
+        else:
+            grants = [Grant(j.id) for j in ordered]
+        return Decision(grants=tuple(grants), infeasible=self._explain(deferred, outlooks))
+
+    def _explain(self, deferred: list[tuple[float, float, int, JobView, Outlook]],
+                 outlooks: dict[str, Outlook]) -> tuple[Infeasible, ...]:
+        """Why each job is deferred, said when it is deferred, and an empty reason when an
+        active job no longer is (the core keeps the last reason a policy gave)."""
+        now_deferred = {t[3].id for t in deferred}
+        items = [Infeasible(t[3].id, "deferred: predicted to miss its goal whatever the order "
+                            "(it runs on what on-time jobs leave; late at most "
+                            f"{self.bound:g} x its goal window before it is served first)")
+                 for t in deferred if t[3].id not in self._reasons]
+        items += [Infeasible(jid, "") for jid in self._reasons
+                  if jid not in now_deferred and jid in outlooks]
+        self._reasons = dict.fromkeys(now_deferred, "")
+        self._deferred |= now_deferred
+        return tuple(items)
+
+    def _reserving(self, snapshot: ClusterSnapshot, ordered: list[JobView],
+                   capacity: float) -> list[Grant]:
+        """Whole-job grants, except that jobs with time to spare may not take the last
+        slots: those are kept for the short jobs that arrive meanwhile and cannot wait for a
+        running task to end (a no-kill scheduler has no other way to start them at once)."""
+        now = snapshot.now
+        outlooks = self._outlooks
+        busy = busy_time = 0.0
+        for o in outlooks.values():
+            if o.running:
+                busy += o.running
+                busy_time += o.busy_time
+        tau = busy_time / busy if busy else 0.0  # mean expected duration of a running task
+        _, _, span = self._interference(now)
+        windows, sums = self._sorted  # arrivals by window (``_interference``)
+        # the short jobs: those whose whole window is shorter than a running task; Little's
+        # law gives the slots they hold on average, doubled for their bursts
+        need = 2.0 * sums[bisect.bisect_left(windows, tau)] / span
+        if need < 1.0:  # less than one slot: nothing to hold back
+            return [Grant(j.id) for j in ordered]
+        budget = capacity - need
+        grants = []
+        for j in ordered:
+            o = outlooks[j.id]
+            if o.goal - now - o.path < tau:  # cannot wait: the reserve is its too
+                budget -= o.held
+                grants.append(Grant(j.id))
+                continue
+            # it keeps (and refills) what it runs, and grows only within the budget
+            more = max(0, int(max(budget - o.held, 0.0) / o.size + 1e-9))
+            budget -= o.held + more * o.size
+            grants.append(Grant(j.id, slots=o.running + more))
+        return grants
+
+    def report(self) -> dict[str, int]:
+        return {"jobs_deferred": len(self._deferred)}
