@@ -15,6 +15,10 @@ tick-driven configurations.  After every run:
 * a run may instead refuse the workload up front (``Unrunnable``), but only for a reason the
   test can confirm independently -- a gang wider than the static slots of ``fair-slots``.
 
+Every registered policy also runs with ``estimates: realistic`` (``sim.estimates``: priors off
+by the error measured on a real trace, learned online), where what it believes of task
+durations is not what the simulator runs.
+
 The default profile runs a few dozen scenarios inside ``make test``; ``HYPOTHESIS_PROFILE=
 thorough`` runs 1,000 (see the README's Tests section for the measured figures).
 """
@@ -33,7 +37,9 @@ from builders import BASELINES, check_run_invariants, job_times, run
 from strategies import Scenario, final_state, runnable, scenarios
 from utilon.core.feasibility import Unrunnable
 from utilon.model import Job
-from utilon.policies import policy_names
+from utilon.policies import make_policy, policy_names
+from utilon.sim import SimResult, Simulation
+from utilon.sim.estimates import parse_mode, with_priors
 
 VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("fair-slots", {"k": 1}),
@@ -78,10 +84,21 @@ def fair_slots_can_run(job: Job, sc: Scenario, k: int, reduce_k: int | None) -> 
     return True
 
 
-def check_liveness(sc: Scenario, name: str, params: dict[str, Any]) -> None:
-    label = f"{name}{params}"
+def simulate(sc: Scenario, name: str, params: dict[str, Any], estimates: str,
+             seed: int) -> SimResult:
+    """``builders.run`` (validated, attempts recorded), with the priors of ``estimates``."""
+    mode = parse_mode(estimates)
+    if mode.learning == "declared" and mode.errors is None:
+        return run(sc.cluster, sc.jobs, name, **params)
+    return Simulation(sc.cluster, with_priors(sc.jobs, mode, seed), make_policy(name, params),
+                      validate=True, record_attempts=True, estimates=mode.learning).run()
+
+
+def check_liveness(sc: Scenario, name: str, params: dict[str, Any],
+                   estimates: str = "declared", seed: int = 0) -> None:
+    label = f"{name}{params} estimates={estimates}"
     try:
-        first = run(sc.cluster, sc.jobs, name, **params)
+        first = simulate(sc, name, params, estimates, seed)
     except Unrunnable as refused:
         job = next(j for j in sc.jobs if j.id == refused.job)
         assert name == "fair-slots", f"{label} refused {refused.job}: {refused}"
@@ -97,7 +114,7 @@ def check_liveness(sc: Scenario, name: str, params: dict[str, Any]) -> None:
         assert first.stopped_early == "", f"{label}: {first.stopped_early}"
     check_run_invariants(first, sc.cluster, sc.jobs)
     # determinism: the same scenario gives the same schedule, attempt by attempt
-    second = run(sc.cluster, sc.jobs, name, **params)
+    second = simulate(sc, name, params, estimates, seed)
     assert job_times(second) == job_times(first), label
     assert second.core.attempts == first.core.attempts, label
 
@@ -123,3 +140,12 @@ def test_liveness_with_and_without_a_slot_resource(slots: bool, data: st.DataObj
     sc = data.draw(scenarios(slots=slots))
     for name, params in configs():
         check_liveness(sc, name, params)
+
+
+@settings(max_examples=max(6, settings().max_examples // 6))
+@given(scenarios(), st.integers(0, 2**32 - 1))
+def test_every_policy_finishes_under_realistic_estimates(sc: Scenario, seed: int) -> None:
+    """Liveness, invariants and determinism when policies plan with wrong priors that they
+    learn online (``estimates: realistic``): wrong beliefs may cost utility, never a job."""
+    for name in policy_names():
+        check_liveness(sc, name, {}, "realistic", seed)

@@ -57,6 +57,7 @@ from utilon.parallel import default_jobs, run_all
 from utilon.runner import cloud_policy_for, policy_for
 from utilon.scenario.build import Workload, build_cluster
 from utilon.sim.engine import Simulation
+from utilon.sim.estimates import priors
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
@@ -206,10 +207,10 @@ def evaluate(workload: Workload, item: tuple[str, dict[str, Any], Target, int],
     budget = target.miss_budget(len(workload.jobs))
     proof = _MissProof(sized, budget) if budget is not None else None
     try:
-        sim = Simulation(cluster, sized.jobs, policy_for(sized, name, params),
+        known = priors(sized)  # what the policy knows of durations: as `simulate` runs it
+        sim = Simulation(cluster, known.jobs, policy_for(sized, name, params),
                          horizon=workload.spec.simulation.horizon, record_attempts=False,
-                         estimates=workload.spec.simulation.estimates, progress=progress,
-                         stop_when=proof)
+                         estimates=known.learning, progress=progress, stop_when=proof)
     except Unrunnable as e:  # a job that needs more than n machines have
         return Point(n, counts, math.nan, False, f"a job cannot run: {e.message}",
                      time.perf_counter() - t0)

@@ -29,6 +29,7 @@ from utilon.metrics.outputs import job_rows, summarize, write_outputs
 from utilon.model.cluster import Cluster
 from utilon.parallel import run_all
 from utilon.policies import (
+    canonical,
     cloud_policy_class,
     make_cloud_policy,
     make_policy,
@@ -38,6 +39,7 @@ from utilon.policies import (
 from utilon.scenario.build import Workload
 from utilon.scenario.spec import ScenarioSpec
 from utilon.sim.engine import SimResult, Simulation
+from utilon.sim.estimates import Priors, priors
 
 PolicyT = TypeVar("PolicyT")
 ResultT = TypeVar("ResultT")
@@ -70,6 +72,7 @@ def scenario_params(spec: ScenarioSpec | CloudScenarioSpec, name: str) -> dict[s
 def policy_for(workload: Workload, name: str,
                overrides: Mapping[str, Any] | None = None) -> Policy:
     """The named policy with the scenario's parameters for it, then ``overrides``."""
+    name = canonical(name)
     return _configured(lambda params, where: make_policy(name, params, where=where),
                        workload.spec, workload.source, name, overrides)
 
@@ -113,17 +116,33 @@ def run_policy(
     """One policy on the workload; ``wall_limit`` stops the run after that many seconds of
     wall-clock time (its outputs then depend on the machine's speed)."""
     policy = policy_for(workload, name, overrides)
+    known = priors(workload)  # policies see these estimates; the simulator runs the truth
     with _blamed_on(workload):
-        sim = Simulation(workload.cluster, workload.jobs, policy,
+        sim = Simulation(workload.cluster, known.jobs, policy,
                          horizon=workload.spec.simulation.horizon, validate=validate,
                          record_attempts=False, progress=progress,
-                         estimates=workload.spec.simulation.estimates, wall_limit=wall_limit)
+                         estimates=known.learning, wall_limit=wall_limit)
     result = sim.run()
     rows = job_rows(result, workload.jobs)
-    summary = summarize(result, workload, policy, rows)
+    summary = with_estimates(summarize(result, workload, policy, rows), known)
     if out_dir is not None:
-        summary = write_outputs(out_dir, rows, summary, provenance(workload), result)
+        about = known.provenance()
+        prov = provenance(workload) | ({"estimates": about} if about else {})
+        summary = write_outputs(out_dir, rows, summary, prov, result)
     return RunOutput(policy, result, rows, summary)
+
+
+def with_estimates(summary: dict[str, Any], known: Priors) -> dict[str, Any]:
+    """The summary with ``estimates`` (the mode and how wrong its priors were) before its
+    wall-clock ``timing``; unchanged under the default mode."""
+    about = known.summary()
+    if about is None:
+        return summary
+    timing = summary.get("timing")
+    out = {k: v for k, v in summary.items() if k != "timing"} | {"estimates": about}
+    if timing is not None:
+        out["timing"] = timing
+    return out
 
 
 def cloud_policy_for(workload: CloudWorkload, name: str,

@@ -70,6 +70,10 @@ def key_values(items: list[str] | None, option: str, example: str) -> dict[str, 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)",
                                              show_default=False)]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="override the scenario's seed")]
+EstimatesOpt = Annotated[str | None, typer.Option(
+    "--estimates", help="what policies know of task durations, instead of the scenario's "
+    "simulation.estimates: exact, online, realistic (priors off by an error measured on a "
+    "real trace, learned online) or lognormal:SIGMA (docs/estimates.md)", show_default=False)]
 JobsOpt = Annotated[int | None, typer.Option(
     "--jobs", "--workers", "-j", help="simulations run at once in local processes (default: one "
     "per core; 1 = one after another in this process; --workers is the same option)",

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from utilon.cli.common import JobsOpt, RayAddressOpt, ScenarioArg, SeedOpt, err, key_values, out
+from utilon.cli.common import (
+    EstimatesOpt,
+    JobsOpt,
+    RayAddressOpt,
+    ScenarioArg,
+    SeedOpt,
+    err,
+    key_values,
+    out,
+)
 from utilon.cli.common import errors as _errors
 from utilon.errors import UtilonError
 from utilon.parallel import check_jobs
@@ -41,6 +50,7 @@ def plan_command(
         "--seeds", help="plan for this many workload draws (--seed or the scenario's seed, "
         "then the next ones): the answer is the smallest size at which the target holds on "
         "every one")] = 1,
+    estimates: EstimatesOpt = None,
     jobs: JobsOpt = None,
     ray_address: RayAddressOpt = None,
 ) -> None:
@@ -59,7 +69,7 @@ def plan_command(
         if seeds < 1:
             raise UtilonError(f"--seeds must be at least 1, got {seeds}", where="--seeds",
                               fix="e.g. --seeds 5, or omit it for one draw")
-        workload = load_scenario(scenario, seed=seed)
+        workload = load_scenario(scenario, seed=seed, estimates=estimates)
         cloud = isinstance(workload, CloudWorkload)
         unit = "servers" if cloud else "machines"
         (cloud_policy_class if cloud else policy_class)(policy)
@@ -67,7 +77,7 @@ def plan_command(
         runs: list[tuple[int, PlanResult]] = []
         for i in range(seeds):
             if i:
-                workload = load_scenario(scenario, seed=runs[0][0] + i)
+                workload = load_scenario(scenario, seed=runs[0][0] + i, estimates=estimates)
             with err.status(f"planning {workload.name} under {policy} (seed {workload.seed}, "
                             f"{i + 1} of {seeds})", spinner="dots") as status:
                 def seen(p: Point, status: Any = status, sd: int = workload.seed) -> None:

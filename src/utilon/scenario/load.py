@@ -337,25 +337,47 @@ def _last_defence(path: Path, doc: str) -> Iterator[None]:
 
 
 def load_scenario(path: str | Path, *, seed: int | None = None,
-                  capacity: str | Path | None = None) -> Workload | CloudWorkload:
+                  capacity: str | Path | None = None,
+                  estimates: str | None = None) -> Workload | CloudWorkload:
     """A scenario of either world: a cloud scenario (a ``cloud:`` section, Cura's world) or a
-    slot scenario (``cluster:``), read once and built."""
+    slot scenario (``cluster:``), read once and built.  ``estimates`` replaces the scenario's
+    ``simulation.estimates`` (``--estimates``)."""
     p = Path(path)
     data = read_data(p)
     if not is_cloud(data):
         spec = parse_scenario(data, str(p))
         if capacity is not None:
             spec = _with_checked_capacity(spec, p, capacity)
+        if estimates is not None:
+            spec = with_estimates(spec, estimates)
         return _build(spec, seed, p)
     if capacity is not None:
         raise ScenarioError("--capacity replaces a slot cluster's timeline; a cloud scenario "
                             "has servers, not machines", where=str(p),
                             fix="set cloud.servers in the scenario instead")
+    if estimates is not None:
+        raise ScenarioError("--estimates sets what slot policies know of task durations; a "
+                            "cloud scenario's services plan from its profile store",
+                            where=str(p), fix="omit --estimates")
     from utilon.cloud.scenario import build_cloud_workload, parse_cloud_scenario
 
     cspec = parse_cloud_scenario(data, str(p))
     with _last_defence(p, "docs/cloud.md"):
         return build_cloud_workload(cspec, seed=seed, source=str(p))
+
+
+def with_estimates(spec: ScenarioSpec, estimates: str) -> ScenarioSpec:
+    """The scenario with ``simulation.estimates`` replaced (``--estimates``), checked here so
+    that a bad value blames the option, not the file."""
+    from utilon.sim.estimates import canonical
+
+    try:
+        mode = canonical(estimates)
+    except ValueError as e:
+        raise ScenarioError(str(e), where="--estimates",
+                            fix="e.g. --estimates realistic") from None
+    simulation = spec.simulation.model_copy(update={"estimates": mode})
+    return spec.model_copy(update={"simulation": simulation})
 
 
 def scenario_json_schema() -> dict[str, Any]:

@@ -298,10 +298,24 @@ class PolicySpec(_Strict):
 
 class SimulationSpec(_Strict):
     horizon: float | None = Field(None, gt=0, description="stop the run at this time")
-    estimates: Literal["declared", "online"] = Field(
-        "declared", description="task durations policies see: the declared ones (perfect "
-        "knowledge) or online estimates (running mean of observed task times per job and "
-        "stage, starting from the declared value); live runs always estimate online")
+    estimates: str = Field(
+        "declared", description="the task durations policies see (docs/estimates.md): "
+        "`exact` (or `declared`: the declared ones, perfect knowledge), `online` (the running "
+        "mean of observed task times per job and stage, starting from the declared value), "
+        "`realistic` (priors off by an error measured on a real trace, then learned online) "
+        "or `lognormal:SIGMA` (priors off by exp(N(0, SIGMA^2)), then learned online); live "
+        "runs always estimate online", examples=["exact", "online", "realistic",
+                                                   "lognormal:0.5"],
+        json_schema_extra={"pattern": r"^(exact|declared|online|realistic|lognormal:.+)$"})
+
+    @field_validator("estimates")
+    @classmethod
+    def _estimates(cls, v: str) -> str:
+        # the error models live with the simulator; imported here, when a scenario is read,
+        # so that importing the format does not load the simulator
+        from utilon.sim.estimates import canonical
+
+        return canonical(v)
 
 
 class ScenarioSpec(_Strict):
