@@ -310,8 +310,15 @@ def test_simulate_unknown_policy(tmp_path: Path) -> None:
     assert not (tmp_path / "jobs.csv").exists()
 
 
-def test_simulate_needs_a_policy(tmp_path: Path) -> None:
-    assert_clean_error(invoke("simulate", SMALL, "--out", str(tmp_path)), "no policy given")
+def test_simulate_without_a_policy_runs_utilons_own(tmp_path: Path) -> None:
+    res = invoke("simulate", SMALL, "--out", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["policy"] == "triage"
+    res = invoke("simulate", SMALL, "-p", "default", "--out", str(tmp_path / "d"))
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "d" / "summary.json").read_text(encoding="utf-8"))[
+        "policy"] == "triage"
 
 
 def test_simulate_default_policy_and_parameter_precedence(tmp_path: Path) -> None:

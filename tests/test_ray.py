@@ -63,7 +63,7 @@ def local_ray():
     ray.shutdown()
 
 
-@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "ras", "alsched"])
+@pytest.mark.parametrize("policy", ["fifo", "fair", "edf-p", "ras", "alsched", "triage"])
 def test_real_jobs_on_local_ray(local_ray, tmp_path, policy):
     w = load_workload(_scenario(tmp_path, REAL_JOBS))
     out = run_live(w, policy, RayBackend(), out_dir=tmp_path / "run")

@@ -37,17 +37,32 @@ cluster (its stages one after another, each in waves of as many tasks as the clu
 In an order, the job at position k finishes at ``now + max(W_k / C, path_k)`` with ``W_k`` the
 work of the jobs up to and including it and ``C`` the cluster's slot capacity: a fluid bound.
 
+**Forecast.**  Jobs that arrive later with earlier goals will take capacity before a job's
+goal: the prediction adds, for a goal x seconds away, the work that arrived over the last
+``history`` seconds from jobs whose window was at most x, at that rate, for x seconds.
+
+**Reserve.**  A no-kill scheduler cannot start a job at once while every slot runs a long
+task.  Jobs whose whole window is shorter than the mean expected duration of the running
+tasks cannot wait for one to end; twice the slots they held on average (Little's law over
+``history``, doubled for bursts) is kept from jobs with time to spare: such a job keeps and
+refills what it runs and grows only within what is left.  Jobs that cannot wait themselves
+(laxity under that mean duration) are granted without a cap.
+
+**Doubt.**  Under online estimates a stage none of whose tasks has finished is planned at
+its estimate times the estimator's measured error (the ``confidence`` quantile of
+``|ln(measured / prior)|`` over the stages seen so far; a factor of two until 20 are
+measured): the policy calls a job late, and defers anyone for it, only if it is late even if
+its estimate was that much too high.  With exact estimates there is no doubt.
+
 **Utilities.**  A job's stake is what missing loses: its utility's range (``bounds``: for a
 deadline step its value, for CORA's sigmoid ``p``).  A job whose utility has no goal has no
-deadline to miss.  The policy reports every deferred job as ``infeasible`` with why (its
-predicted lateness and how many on-time jobs its deferral protects): the live view and the
-dashboard show it.
+deadline to miss.  The policy reports every deferred job as ``infeasible`` with why, and
+clears the reason when it is no longer deferred: the live view and the dashboard show it.
 
 What the papers teach and where it lives: utilities and their slopes (CORA, RRH) in the stake
-and penalty rate; risk of missing under uncertain remaining work (RDS) in the prediction from
-online estimates; resource-aware packing (RAS) is left to the dispatcher, which places every
-granted task on the first machine it fits.  Placement preferences (alsched) and capacity
-forecasts (RDS) are not used: see docs/policies.md.
+and penalty rate; risk of missing under uncertain remaining work (RDS) in the doubt and the
+forecast; slots as a resource to reserve (RAS) in the reserve.  Placement preferences
+(alsched) and capacity forecasts (RDS) are not used: see docs/policies.md.
 """
 
 from __future__ import annotations
@@ -138,8 +153,8 @@ class Triage(Policy):
     summary = ("utilon's own: EDF while goals can be met; when not, Moore-Hodgson defers the "
                "cheapest jobs, late jobs never beyond a bound (the default policy)")
     paper = "ours (issue 45): EDF, Moore & Hodgson 1968, Smith 1956; utilities after CORA/RRH"
-    # every event but a stage's end: a stage ending changes a job's outlook only by the
-    # work it had left, and deciding there too doubled the decisions on the SWIM day
+    # every event but a stage's end: deciding there too gave the same misses on the tuning
+    # workloads tried (docs/policies.md), at the cost of more decisions
     triggers = EVENT_TRIGGERS - {Trigger.STAGE_FINISHED}
 
     def __init__(self, bound: float = 1.0, forecast: bool = True, reserve: bool = True,
@@ -218,18 +233,25 @@ class Triage(Policy):
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
         now = snapshot.now
         capacity = max(snapshot.total_slots, 1e-9)
-        timed: list[tuple[float, float, int, JobView, Outlook]] = []
-        untimed: list[JobView] = []
         online = snapshot.online_estimates
         doubt = self._doubt() if online else 1.0
+        key = (capacity, doubt)
+        # (goal, submit, position, outlook, job): plain tuples sort without a key function,
+        # and positions are unique, so outlooks and views are never compared
+        timed: list[tuple[float, float, int, Outlook, JobView]] = []
+        untimed: list[JobView] = []
         cache = self._cache
-        fresh: dict[str, tuple[JobView, float, Outlook | None]] = {}
+        fresh: dict[str, tuple[JobView, tuple[float, float], Outlook | None]] = {}
         self._outlooks = outlooks = {}
+        record = self.forecast or self.reserve
+        seen = self._seen
+        busy = busy_time = 0.0
         for i, j in enumerate(snapshot.jobs):
             # a job with nothing running looks the same until its view changes (views are
             # rebuilt only on change): most of a long queue costs a lookup
-            hit = cache.get(j.id)
-            if hit is not None and hit[0] is j and hit[1] == capacity:
+            jid = j[0]
+            hit = cache.get(jid)
+            if hit is not None and hit[0] is j and hit[1] == key:
                 o = hit[2]
             else:
                 o = outlook(j, now, capacity, doubt)
@@ -237,87 +259,98 @@ class Triage(Policy):
                     self._learn(j)
             if o is None:
                 continue
-            if o.running == 0:
-                fresh[j.id] = (j, capacity, o)
-            outlooks[j.id] = o
-            if (self.forecast or self.reserve) and j.id not in self._seen:
-                self._seen.add(j.id)
-                self._arrivals.append((j.submit, o.work, o.window))
-            if o.goal < math.inf:
-                timed.append((o.goal, j.submit, i, j, o))
+            if o[7]:  # running
+                busy += o[7]
+                busy_time += o[8]
+            else:
+                fresh[jid] = (j, key, o)
+            outlooks[jid] = o
+            if record and jid not in seen:
+                seen.add(jid)
+                self._arrivals.append((j[2], o[0], o[3]))
+            if o[2] < math.inf:
+                timed.append((o[2], j[2], i, o, j))
             else:
                 untimed.append(j)
         self._cache = fresh
-        timed.sort(key=lambda t: t[:3])
+        self._busy = (busy, busy_time)
+        timed.sort()
 
         # Moore-Hodgson over the goal order; the heap holds the removable jobs of the
         # prefix, cheapest to remove first: late-within-bound jobs (tier 0 of the key)
         # before on-time ones, each by its own cost per unit of work freed.
         if self.forecast:
             windows, sums, span = self._interference(now)
+            bisect_right = bisect.bisect_right
+        push, pop = heapq.heappush, heapq.heappop
         heap: list[tuple[int, float, int]] = []
-        removed: set[int] = set()
+        removed: list[int] = []
         load = 0.0
-        late_now: list[int] = []
-        for k, (_, _, i, _j, o) in enumerate(timed):
-            goal = o.goal
-            load += o.work
-            alone = now + o.path
+        bound = self.bound
+        eps = 1e-9
+        for k, t in enumerate(timed):
+            work, path, goal, window, stake, rate = t[3][:6]
+            load += work
+            alone = now + path
+            if alone > goal + eps:  # late whatever the order
+                if (alone - goal) / window <= bound:
+                    # deferring it costs penalty at rate ``rate`` per second: cheapest first
+                    push(heap, (0, rate / max(work, 1e-12), k))
+                continue  # removing others cannot make it on time
+            push(heap, (1, stake / max(work, 1e-12), k))
             extra = 0.0
             if self.forecast and goal > now:
-                extra = sums[bisect.bisect_right(windows, goal - now)] / span * (goal - now)
-            if alone > goal + 1e-9:  # late whatever the order
-                if (alone - goal) / o.window <= self.bound:
-                    # deferring it costs penalty at rate o.rate per second: cheapest first
-                    heapq.heappush(heap, (0, o.rate / max(o.work, 1e-12), k))
-                late_now.append(i)
-            else:
-                heapq.heappush(heap, (1, o.stake / max(o.work, 1e-12), k))
-            while heap and now + max((load + extra) / capacity, o.path) > goal + 1e-9 \
-                    and alone <= goal + 1e-9:
-                _, _, r = heapq.heappop(heap)
-                removed.add(r)
-                load -= timed[r][4].work
+                extra = sums[bisect_right(windows, goal - now)] / span * (goal - now)
+            limit = goal + eps - now - extra / capacity  # on time while load / C is under
+            while heap and load / capacity > limit:
+                r = pop(heap)[2]
+                removed.append(r)
+                load -= timed[r][3][0]
                 if r == k:
                     break
 
-        kept = [t[3] for k, t in enumerate(timed) if k not in removed]
-        deferred = sorted((timed[r] for r in removed),
-                          key=lambda t: (t[4].work / max(t[4].rate, 1e-300), t[4].goal, t[2]))
-        ordered = kept + [t[3] for t in deferred] + untimed
-        if self.reserve:
-            grants = self._reserving(snapshot, ordered, capacity)
+        if removed:
+            gone = set(removed)
+            kept = [t[4] for k, t in enumerate(timed) if k not in gone]
+            # Smith's order for weighted lateness: least work per unit of penalty rate
+            removed.sort(key=lambda r: (timed[r][3][0] / max(timed[r][3][5], 1e-300),
+                                        timed[r][0], timed[r][2]))
+            deferred = [timed[r][4] for r in removed]
         else:
-            grants = [Grant(j.id) for j in ordered]
+            kept = [t[4] for t in timed]
+            deferred = []
+        ordered = kept + deferred + untimed
+        if self.reserve:
+            grants = self._reserving(now, ordered, capacity)
+        else:
+            grants = [Grant(j[0]) for j in ordered]
         return Decision(grants=tuple(grants), infeasible=self._explain(deferred, outlooks))
 
-    def _explain(self, deferred: list[tuple[float, float, int, JobView, Outlook]],
+    def _explain(self, deferred: list[JobView],
                  outlooks: dict[str, Outlook]) -> tuple[Infeasible, ...]:
         """Why each job is deferred, said when it is deferred, and an empty reason when an
         active job no longer is (the core keeps the last reason a policy gave)."""
-        now_deferred = {t[3].id for t in deferred}
-        items = [Infeasible(t[3].id, "deferred: predicted to miss its goal whatever the order "
+        reasons = self._reasons
+        now_deferred = {j[0] for j in deferred}
+        if not now_deferred and not reasons:
+            return ()
+        items = [Infeasible(jid, "deferred: predicted to miss its goal whatever the order "
                             "(it runs on what on-time jobs leave; late at most "
                             f"{self.bound:g} x its goal window before it is served first)")
-                 for t in deferred if t[3].id not in self._reasons]
-        items += [Infeasible(jid, "") for jid in self._reasons
+                 for jid in now_deferred if jid not in reasons]
+        items += [Infeasible(jid, "") for jid in reasons
                   if jid not in now_deferred and jid in outlooks]
         self._reasons = dict.fromkeys(now_deferred, "")
         self._deferred |= now_deferred
+        items.sort(key=lambda it: it.job)  # a set's order is not reproducible across runs
         return tuple(items)
 
-    def _reserving(self, snapshot: ClusterSnapshot, ordered: list[JobView],
-                   capacity: float) -> list[Grant]:
+    def _reserving(self, now: float, ordered: list[JobView], capacity: float) -> list[Grant]:
         """Whole-job grants, except that jobs with time to spare may not take the last
         slots: those are kept for the short jobs that arrive meanwhile and cannot wait for a
         running task to end (a no-kill scheduler has no other way to start them at once)."""
-        now = snapshot.now
         outlooks = self._outlooks
-        busy = busy_time = 0.0
-        for o in outlooks.values():
-            if o.running:
-                busy += o.running
-                busy_time += o.busy_time
+        busy, busy_time = self._busy
         tau = busy_time / busy if busy else 0.0  # mean expected duration of a running task
         _, _, span = self._interference(now)
         windows, sums = self._sorted  # arrivals by window (``_interference``)
@@ -328,16 +361,22 @@ class Triage(Policy):
             return [Grant(j.id) for j in ordered]
         budget = capacity - need
         grants = []
+        append = grants.append
         for j in ordered:
-            o = outlooks[j.id]
-            if o.goal - now - o.path < tau:  # cannot wait: the reserve is its too
-                budget -= o.held
-                grants.append(Grant(j.id))
+            jid = j[0]
+            o = outlooks[jid]
+            if budget <= 0.0 and o[7] == 0:  # the budget is spent: no more for anyone
+                append(Grant(jid, 0) if o[2] - now - o[1] >= tau else Grant(jid))
+                continue
+            if o[2] - now - o[1] < tau:  # cannot wait: the reserve is its too
+                budget -= o[6]
+                append(Grant(jid))
                 continue
             # it keeps (and refills) what it runs, and grows only within the budget
-            more = max(0, int(max(budget - o.held, 0.0) / o.size + 1e-9))
-            budget -= o.held + more * o.size
-            grants.append(Grant(j.id, slots=o.running + more))
+            size = o[9]
+            more = max(0, int(max(budget - o[6], 0.0) / size + 1e-9))
+            budget -= o[6] + more * size
+            append(Grant(jid, o[7] + more))
         return grants
 
     def report(self) -> dict[str, int]:
