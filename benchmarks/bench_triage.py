@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from utilon.model import Cluster, DeadlineStep, Job, Machine, Resources, Stage, Task
-from utilon.scenario import load_scenario
-from utilon.sim import Simulation
 from utilon.policies import make_policy
 from utilon.runner import run_policy
+from utilon.scenario import load_scenario
+from utilon.sim import Simulation
 
 ROOT = Path(__file__).resolve().parent.parent
 DAY = ROOT / "runs" / "traces" / "fb2010-day.yaml"

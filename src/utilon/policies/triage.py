@@ -176,7 +176,8 @@ class Triage(Policy):
         self._seen: set[str] = set()
         self._arrivals: list[tuple[float, float, float]] = []  # (submit, work, window)
         self._deferred: set[str] = set()
-        self._cache: dict[str, tuple[JobView, float, Outlook | None]] = {}
+        self._cache: dict[str, tuple[JobView, tuple[float, float], Outlook | None]] = {}
+        self._busy = (0.0, 0.0)
         self._outlooks: dict[str, Outlook] = {}
         self._reasons: dict[str, str] = {}
         self._priors: dict[tuple[str, int], float] = {}
@@ -360,7 +361,7 @@ class Triage(Policy):
         if need < 1.0:  # less than one slot: nothing to hold back
             return [Grant(j.id) for j in ordered]
         budget = capacity - need
-        grants = []
+        grants: list[Grant] = []
         append = grants.append
         for j in ordered:
             jid = j[0]

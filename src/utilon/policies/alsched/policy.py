@@ -10,12 +10,26 @@ capacity changes) or, with ``interval``, periodically (§4); it solves only when
 is pending and some unit is free.
 
 A solve maximises the total (priority-weighted) utility of the pending requests over the
-*free* units of every machine (``solvers``: greedy -- the paper's simulation choice --,
-branch-and-bound or MILP).  A request whose allocation evaluates to zero gets nothing and
-stays pending (§4).  The allocation becomes one grant per (stage, machine); since the solver
-only hands out free units, a stage's grants start in the same dispatch pass, together (an
-``nck``'s k units at once).  They are not gang grants: when a stage's tasks differ in what
-they declare, the ones that fit start rather than none.
+*free* units of every machine (``solvers``: greedy -- the paper's simulation choice, the
+default --, branch-and-bound, MILP, or ``auto``).  A request whose allocation evaluates to
+zero gets nothing and stays pending (§4).
+
+Exact where it can (issue 47): greedy is not exact (0.5 where the optimum is 10 on a 3-unit
+instance), so ``solver="auto"`` runs greedy, then the HiGHS MILP warm-started from it for at
+most ``budget`` seconds (default 0.2) unless the instance has more than ``max_size`` MILP
+columns (default 2000), and keeps the better allocation (greedy's on a tie).  Every solve
+records the gap it accepted (``solve_log``: 0 proven optimal, the relative distance to the
+MILP's bound when out of budget, unknown when no bound was proven) and ``report()`` counts
+exact solves, fallbacks (``budget``, ``size``), proven optima and the largest and mean gap.
+It is not the default: its exact allocations place units where the MILP's optimum falls,
+not first-fit, which changes None's chance co-locations in the reproduction (None's sweeps
+up to 22% slower), and a wall-clock budget makes a loaded machine's run differ from an idle
+one's (docs/policies.md#alsched).
+
+The allocation becomes one grant per (stage, machine); since the solver only hands out free
+units, a stage's grants start in the same dispatch pass, together (an ``nck``'s k units at
+once).  They are not gang grants: when a stage's tasks differ in what they declare, the ones
+that fit start rather than none.
 
 Constraint handling (§5.2): ``soft`` uses the full utility function; ``hard`` keeps, at every
 ``max``, only the branches of highest bound (the preferred placement becomes a requirement:
@@ -51,7 +65,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -65,8 +81,17 @@ from utilon.model.cluster import Cluster, Machine
 from utilon.model.job import Job
 from utilon.policies.alsched.lang import Request, fallback, preferred
 from utilon.policies.alsched.lang.ast import Lit, LnCk, Min, NCk, Node, Tasks
-from utilon.policies.alsched.solvers import SOLVERS, Problem, solve
+from utilon.policies.alsched.solvers import (
+    DEFAULT_BUDGET,
+    DEFAULT_MAX_SIZE,
+    SOLVERS,
+    Problem,
+    Solution,
+    solve,
+    solve_auto_outcome,
+)
 from utilon.policies.alsched.solvers import Request as Ask
+from utilon.policies.alsched.solvers.auto import accepted_gap
 from utilon.policies.alsched.solvers.problem import FILLS
 from utilon.policies.base import EVENT_TRIGGERS, Policy, register
 
@@ -78,6 +103,24 @@ _Bound = tuple[Node, dict[str, tuple[int, ...]]]  # a concrete expression and it
 _EPS = 1e-9
 _MANY = 1 << 30  # "no limit" for a task that demands nothing of a resource
 _DENOMINATOR = 64  # slot demands are read as fractions with denominators up to this
+SOLVE_LOG = 1000
+"""Solves kept in ``Alsched.solve_log`` (the most recent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SolveRecord:
+    """One decision's solve: what the solver accepted (``report()`` sums these up)."""
+
+    solve: int
+    requests: int
+    how: str
+    """``auto``: ``optimal``, ``improved``, ``budget`` or ``size`` (``solvers/auto.py``);
+    other solvers: their status."""
+    total: float
+    bound: float
+    gap: float | None
+    """``(bound - total) / bound``: 0 proven optimal, ``None`` unknown (no bound proven)."""
+    seconds: float
 
 
 @register
@@ -91,10 +134,11 @@ class Alsched(Policy):
     uses_placement = True
 
     def __init__(self, constraints: Literal["soft", "hard", "none"] = "soft",
-                 solver: Literal["greedy", "bnb", "milp"] = "greedy",
+                 solver: Literal["greedy", "bnb", "milp", "auto"] = "greedy",
                  interval: float | None = None, time_limit: float = 10.0,
                  unit: float = 1.0, weighted: bool = True,
-                 fill: Literal["first-fit", "spread"] = "first-fit") -> None:
+                 fill: Literal["first-fit", "spread"] = "first-fit",
+                 budget: float = DEFAULT_BUDGET, max_size: int = DEFAULT_MAX_SIZE) -> None:
         if constraints not in CONSTRAINTS:
             raise ValueError(f"constraints must be one of {', '.join(CONSTRAINTS)}")
         if solver not in SOLVERS:
@@ -103,6 +147,10 @@ class Alsched(Policy):
             raise ValueError("interval must be > 0 seconds (or omitted: event-driven)")
         if not (time_limit > 0 and math.isfinite(time_limit)):
             raise ValueError("time_limit must be > 0 seconds")
+        if not (budget > 0 and math.isfinite(budget)):
+            raise ValueError("budget must be > 0 seconds")
+        if max_size < 0:
+            raise ValueError("max_size must be >= 0 (0: never try the MILP)")
         if not (unit > 0 and math.isfinite(unit)):
             raise ValueError("unit must be > 0")
         if fill not in FILLS:
@@ -114,6 +162,8 @@ class Alsched(Policy):
         self.unit = float(unit)
         self.weighted = weighted
         self.fill = fill
+        self.budget = float(budget)
+        self.max_size = int(max_size)
         if interval is not None:
             self.tick = float(interval)
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
@@ -125,12 +175,33 @@ class Alsched(Policy):
         self.resubmissions = 0
         self.granted_utility = 0.0
         self.optimal_solves = 0
+        self.solve_log: deque[SolveRecord] = deque(maxlen=SOLVE_LOG)
+        self._exact = 0
+        self._fallbacks = {"budget": 0, "size": 0}
+        self._gap_n = 0  # solves with a known gap, their sum, the largest
+        self._gap_sum = 0.0
+        self._worst: SolveRecord | None = None
 
     def bind(self, cluster: Cluster) -> None:
         self._machines = tuple(cluster.machines)
 
     def report(self) -> dict[str, Any]:
+        """Counts over the run; the gaps are those accepted per solve (``SolveRecord``):
+        ``gap_unknown`` solves had no proven bound (greedy, or ``auto``'s ``size``
+        fallback), and are in neither ``gap_max`` nor ``gap_mean``."""
+        worst = self._worst
+        n = self._gap_n
         return {"solves": self.solves, "optimal_solves": self.optimal_solves,
+                "exact_solves": self._exact,
+                "fallbacks": sum(self._fallbacks.values()),
+                "fallbacks_budget": self._fallbacks["budget"],
+                "fallbacks_size": self._fallbacks["size"],
+                "gap_max": round(worst.gap or 0.0, 6) if worst is not None else None,
+                "gap_mean": round(self._gap_sum / n, 6) if n else None,
+                "gap_unknown": self.solves - n,
+                "gap_worst": None if worst is None or worst.gap == 0 else {
+                    "solve": worst.solve, "requests": worst.requests, "how": worst.how,
+                    "total": round(worst.total, 6), "bound": round(worst.bound, 6)},
                 "submissions": self.submissions, "resubmissions": self.resubmissions,
                 "granted_utility": round(self.granted_utility, 6)}
 
@@ -185,12 +256,8 @@ class Alsched(Policy):
         if not asks or int(free_units.sum()) == 0:
             return Decision(infeasible=tuple(infeasible))
         t0 = time.perf_counter()
-        sol = solve(Problem(tuple(int(x) for x in free_units), tuple(asks), self.fill),
-                    self.solver,
-                    time_limit=self.time_limit)
+        sol = self._solve(Problem(tuple(int(x) for x in free_units), tuple(asks), self.fill))
         seconds = time.perf_counter() - t0
-        self.solves += 1
-        self.optimal_solves += sol.status == "optimal"
         grants: list[Grant] = []
         for ask, (job, st, now) in zip(asks, owners, strict=True):
             alloc = sol.alloc.get(ask.job)
@@ -210,6 +277,31 @@ class Alsched(Policy):
                     grants.append(Grant(job.id, running.get((st.index, mi), 0) + n,
                                         stage=st.name, machines=frozenset((mid,))))
         return Decision(tuple(grants), tuple(infeasible), solver_seconds=seconds)
+
+    def _solve(self, problem: Problem) -> Solution:
+        """One solve with the configured solver, recorded in ``solve_log`` and the counts."""
+        self.solves += 1
+        how: str
+        if self.solver == "auto":
+            out = solve_auto_outcome(problem, budget=self.budget, max_size=self.max_size)
+            sol, how, gap = out.solution, out.how, out.gap
+            self._exact += out.exact
+            if out.fallback:
+                self._fallbacks[how] += 1
+        else:
+            sol = solve(problem, self.solver, time_limit=self.time_limit)
+            how, gap = sol.status, accepted_gap(problem, sol)
+            self._exact += self.solver != "greedy"
+        self.optimal_solves += sol.status == "optimal"
+        rec = SolveRecord(self.solves, len(problem.requests), how, sol.total, sol.bound, gap,
+                          sol.seconds)
+        self.solve_log.append(rec)
+        if gap is not None:
+            self._gap_n += 1
+            self._gap_sum += gap
+            if self._worst is None or gap > (self._worst.gap or 0.0):
+                self._worst = rec
+        return sol
 
     def _unit_now(self, slot_demands: Iterable[float]) -> float:
         """This decision's machine unit: the largest amount of the slot resource that

@@ -17,9 +17,10 @@ Maximising ``sum weight * v_root`` pushes every ``v`` to its node's true value, 
 optimum equals the best total utility.
 
 **Warm start** (``warm_start=True``, the default): the greedy allocation (``greedy.py``,
-milliseconds) is handed to HiGHS as a partial solution of the ``X`` columns, which HiGHS
-completes into its first incumbent.  A time-limited solve never returns less than greedy: if
-HiGHS's incumbent is still below it, the greedy allocation is returned with HiGHS's bound.
+milliseconds; ``auto.py`` passes the one it already has) is handed to HiGHS as a partial
+solution of the ``X`` columns, which HiGHS completes into its first incumbent.  A
+time-limited solve never returns less than greedy: if HiGHS's incumbent is still below it,
+the greedy allocation is returned with HiGHS's bound.
 
 HiGHS runs silent with ``mip_rel_gap = 0``; its dual bound is the reported ``bound``, its
 status maps to ``optimal`` or ``time_limit``.  The utilities reported are re-evaluated from
@@ -168,15 +169,18 @@ def _build(problem: Problem) -> tuple[highspy.Highs, list[dict[int, int]]]:
     return h, xs
 
 
-def solve_milp(problem: Problem, *, time_limit: float = 10.0,
-               warm_start: bool = True) -> Solution:
-    """The best allocation by one HiGHS MILP (see the module docstring)."""
+def solve_milp(problem: Problem, *, time_limit: float = 10.0, warm_start: bool = True,
+               greedy: Solution | None = None) -> Solution:
+    """The best allocation by one HiGHS MILP (see the module docstring); ``greedy``: the
+    greedy solution of ``problem`` when the caller has it already (the warm start)."""
     start = time.perf_counter()
     h, xs = _build(problem)
     h.setOptionValue("time_limit", max(float(time_limit), 0.01))
-    greedy = None
-    if warm_start and problem.requests:
+    if not (warm_start and problem.requests):
+        greedy = None
+    elif greedy is None:
         greedy = solve_greedy(problem)
+    if greedy is not None:
         idx = [c for x in xs for c in x.values()]
         val = [float(greedy.alloc.get(r.job, {}).get(m, 0))
                for r, x in zip(problem.requests, xs, strict=True) for m in x]
