@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,11 @@ from utilon.service.store import Store, StoreError, _md
 PG = os.environ.get("UTILON_TEST_POSTGRES", "")
 
 
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
+@contextmanager
+def throwaway_postgres(port: int) -> Iterator[str]:
+    """A PostgreSQL server for one test module: ``UTILON_TEST_POSTGRES`` if set, else a
+    throwaway one in a temporary folder (a Unix socket, no TCP port; ``port`` names the
+    socket), stopped afterwards; a skip that says why when neither can be had."""
     if PG:
         yield PG
         return
@@ -46,15 +50,21 @@ def pg_url() -> Iterator[str]:
         shutil.chown(d, "postgres")
     subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
                     "-U", "postgres"], check=True, capture_output=True)
-    opts = f"-k {d} -c listen_addresses='' -p 54329"
+    opts = f"-k {d} -c listen_addresses='' -p {port}"
     subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w",
                     "-l", str(d / "log"), "start"], check=True, capture_output=True)
     try:
-        yield f"postgresql+psycopg://postgres@/postgres?host={d}&port=54329"
+        yield f"postgresql+psycopg://postgres@/postgres?host={d}&port={port}"
     finally:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast",
                         "stop"], capture_output=True)
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with throwaway_postgres(54329) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -206,3 +216,85 @@ def test_a_failed_group_fails_every_submission_in_it(store: Store,
     assert isinstance(outcome["a"], OSError)
     assert outcome["b"] is True and outcome["c"] is True  # the next group
     assert store.get("a") is None
+
+
+def test_one_server_holds_the_lease_and_one_that_lost_it_commits_nothing(store: Store) -> None:
+    """The standby's lease (service.lease): compare-and-set acquisition, renewal, expiry,
+    release; a server whose term is over is fenced off in the store itself."""
+    import time
+
+    from utilon.service.lease import Lease
+    from utilon.service.store import LeaseLost
+
+    store.begin_incarnation(1000.0)
+    other = Store(store.url)  # the second server: its own connections
+    try:
+        a = Lease(store, "a", "http://a:1", ttl=0.6)
+        b = Lease(other, "b", "http://b:1", ttl=0.6)
+        assert a.try_acquire() and a.held() and a.term == 1
+        assert not b.try_acquire() and not b.held()
+        assert b.active_address() == "http://a:1"  # what b's 503s name
+        assert a.renew() and store.add_job("x", "t", {}, 0.0, None)  # a's writes go through
+        time.sleep(0.7)  # a stalls: no renewal for longer than the lease lasts
+        assert not a.held()  # it fenced itself before the store let b in
+        assert b.try_acquire() and b.term == 2
+        assert not a.renew()  # lost for good
+        with pytest.raises(LeaseLost):  # and the store refuses whatever it still tries
+            store.add_job("y", "t", {}, 0.0, None)
+        assert store.get("y") is None
+        assert other.add_job("z", "t", {}, 0.0, None)
+        b.release()  # a clean stop: the next server need not wait for the expiry
+        c = Lease(store, "c", "http://c:1", ttl=0.6)
+        assert c.try_acquire() and c.term == 3
+    finally:
+        other.close()
+
+
+def test_of_servers_racing_for_the_lease_one_wins(store: Store) -> None:
+    import threading
+
+    from utilon.service.lease import Lease
+
+    stores = [Store(store.url) for _ in range(5)]
+    won: list[str] = []
+    go = threading.Barrier(len(stores))
+
+    def race(k: int) -> None:
+        lease = Lease(stores[k], f"s{k}", f"http://s{k}:1", ttl=30)
+        go.wait()
+        if lease.try_acquire():
+            won.append(lease.holder)
+
+    threads = [threading.Thread(target=race, args=(k,)) for k in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    for s in stores:
+        s.close()
+    assert len(won) == 1
+
+
+def test_a_second_server_on_a_sqlite_store_is_refused(tmp_path: Path) -> None:
+    """SQLite has no standby: the store's lock file names the server that holds it."""
+    import sys
+
+    from utilon.service.lease import lock_sqlite
+
+    db = tmp_path / "u.db"
+    held = lock_sqlite(Store(str(db)), "http://127.0.0.1:8765")
+    assert held is not None
+    # a lock held by another process (POSIX locks are per process)
+    probe = ("import sys; from utilon.service.lease import lock_sqlite; "
+             "from utilon.service.store import Store; from utilon.errors import UtilonError\n"
+             "try:\n    lock_sqlite(Store(sys.argv[1]), 'http://x:1')\n"
+             "except UtilonError as e:\n    print(e.one_line()); sys.exit(3)\n")
+    r = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "another utilon serve serves this SQLite store" in r.stdout
+    assert f"pid {os.getpid()}" in r.stdout and "http://127.0.0.1:8765" in r.stdout
+    held.close()  # the first server is gone: the next one may serve it
+    r = subprocess.run([sys.executable, "-c", probe, str(db)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,8 +16,10 @@ from utilon.cli.common import errors as _errors
 from utilon.errors import ScenarioError, UtilonError
 from utilon.service.client import DEFAULT_SERVER, Client
 
-ServerOpt = Annotated[str, typer.Option(
-    "--server", envvar="UTILON_SERVER", help="the service's URL (env UTILON_SERVER)")]
+ServerOpt = Annotated[list[str] | None, typer.Option(
+    "--server", envvar="UTILON_SERVER", show_default=DEFAULT_SERVER,
+    help="the service's URL (env UTILON_SERVER); for an active server and its standby give "
+    "both (repeat --server, or separate with commas): requests go to whichever is active")]
 TokenOpt = Annotated[str | None, typer.Option(
     "--token", envvar="UTILON_TOKEN", help="your API token (env UTILON_TOKEN)",
     show_default=False)]
@@ -66,6 +69,13 @@ def serve(
     public_metrics: Annotated[bool, typer.Option(
         "--public-metrics", help="serve /metrics to anyone (default: it needs a token; an "
         "admin's shows every tenant, a tenant's only its own series)")] = False,
+    advertise: Annotated[str | None, typer.Option(
+        "--advertise", help="this server's URL as clients reach it, which a standby names "
+        "in its 503s (default: http://HOST:PORT)", show_default=False)] = None,
+    lease_ttl: Annotated[float, typer.Option(
+        "--lease-ttl", min=1.0, max=600.0, help="PostgreSQL store: seconds the active "
+        "server's lease lasts unless renewed; a standby takes over about this long after the "
+        "active one dies")] = 5.0,
 ) -> None:
     """Run utilon as a long-running scheduler service: an HTTP API (OpenAPI at /docs) that
     takes jobs at any time and schedules them live under POLICY, with durable state."""
@@ -77,6 +87,7 @@ def serve(
         from utilon.scenario import build_cluster, parse_scenario, read_scenario
         from utilon.service.api import create_app
         from utilon.service.engine import ServiceEngine
+        from utilon.service.lease import Lease, holder_id, lock_sqlite
         from utilon.service.store import Store
         from utilon.service.tenants import TenantBook
 
@@ -100,14 +111,47 @@ def serve(
         store = Store(db)
         sdir = state_dir or (Path(db).resolve().parent / "utilon-state"
                              if "://" not in db else Path("utilon-state"))
+        address = (advertise or _address(host, port)).rstrip("/")
+        # one server per SQLite store (a second is refused); on PostgreSQL a lease makes a
+        # second server the standby (docs/service.md#a-standby-server)
+        lease = None
+        sqlite_lock = lock_sqlite(store, address) if store.sqlite else None
+        if not store.sqlite:
+            lease = Lease(store, holder_id(), address, ttl=lease_ttl)
         engine = ServiceEngine(store, spec, cluster, pol, be, sdir, weights=book.weight,
                                admission=admission, seed=spec.seed, limits=book.limits,
-                               caps_running=book.caps_running, prep_workers=prep_workers)
+                               caps_running=book.caps_running, prep_workers=prep_workers,
+                               lease=lease, on_deposed=_exit_deposed,
+                               # a standby's local workers are its own, idle until it takes
+                               # over; on Ray they would hold the active server's CPUs
+                               warm_standby=backend == "local")
         app = create_app(engine, book, runs_dir=runs, public_metrics=public_metrics)
         err.print(f"utilon serve: {policy} on {len(cluster.machines)} machines ({backend}), "
-                  f"store {store.safe_url}; dashboard http://{host}:{port}/, API "
-                  f"http://{host}:{port}/docs, metrics http://{host}:{port}/metrics")
+                  f"store {store.safe_url}; dashboard {address}/, API {address}/docs, "
+                  f"metrics {address}/metrics"
+                  + ("; active once it holds the store's lease, the standby until then"
+                     if lease is not None else ""))
         uvicorn.run(app, host=host, port=port, log_level="warning")
+        del sqlite_lock  # held until here: the server's life
+
+
+def _address(host: str, port: int) -> str:
+    """This server's URL as others reach it: a wildcard host is this machine's name."""
+    import socket
+
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.getfqdn()
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _exit_deposed(reason: str) -> None:
+    """This server lost the lease (its engine has stopped dispatching and killed its tasks):
+    exit at once, writing nothing more; a supervisor restarts it, as the standby."""
+    err.print(f"utilon serve: no longer the active server ({reason}); exiting with status 3 "
+              "(restarted, it is the standby)")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(3)
 
 
 def _jobs_in(path: Path) -> list[dict[str, Any]]:
@@ -128,7 +172,7 @@ def _jobs_in(path: Path) -> list[dict[str, Any]]:
 def submit(
     job_file: Annotated[Path, typer.Argument(help="a job (YAML/JSON): the scenario's job "
                                              "format without submit; or a list of jobs")],
-    server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+    server: ServerOpt = None, token: TokenOpt = None,
 ) -> None:
     """Submit jobs to a running service."""
     with _errors(), Client(server, token) as c:
@@ -144,7 +188,7 @@ def jobs_cmd(
                                                     "finished, cancelled, failed")] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="(admins) one tenant")] = None,
     limit: Annotated[int, typer.Option("--limit")] = 50,
-    server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+    server: ServerOpt = None, token: TokenOpt = None,
 ) -> None:
     """List jobs (yours; an admin's token lists every tenant's), newest first."""
     with _errors(), Client(server, token) as c:
@@ -158,7 +202,7 @@ def jobs_cmd(
 
 
 def job_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
-            server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None,
+            server: ServerOpt = None, token: TokenOpt = None,
             as_json: Annotated[bool, typer.Option("--json", help="the API's answer as JSON")]
             = False) -> None:
     """One job: its state, tasks, estimated completion, utility and deadline status."""
@@ -190,7 +234,7 @@ def job_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
 
 
 def cancel_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
-               server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+               server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Cancel a job: its running tasks are killed and it never finishes."""
     with _errors(), Client(server, token) as c:
         j = c.cancel(job_id)
@@ -198,7 +242,7 @@ def cancel_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
                   + (" (cancel requested)" if j["state"] in ("queued", "running") else ""))
 
 
-def cluster_cmd(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+def cluster_cmd(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """The cluster: machines, capacity and use, allocation per job and tenant; the policy."""
     with _errors(), Client(server, token) as c:
         cl = c.cluster()

@@ -8,6 +8,10 @@ only if the service itself is broken).  A request body larger than its sender's
 
 A job is named by its id (``pi-1``, its tenant's own name for it) or by ``TENANT:ID``, which is
 how an admin names one tenant's job when several tenants have jobs with that id.
+
+A standby server (``service.lease``), one taking over, or one that lost the lease answers every
+``/v1`` request but ``/v1/health`` with 503, a ``Retry-After`` and the active server's address
+(``StandbyGate``): clients retry there.
 """
 
 
@@ -29,7 +33,7 @@ from utilon.service.engine import ServiceEngine
 from utilon.service.errors import RequestError
 from utilon.service.metrics import Metrics, own_series
 from utilon.service.runs import ReportError, list_runs, read_run, resolve
-from utilon.service.store import STATES, JobRecord
+from utilon.service.store import STATES, JobRecord, LeaseLost
 from utilon.service.tenants import Principal, TenantBook
 
 API_VERSION = "v1"
@@ -41,6 +45,8 @@ class ErrorOut(BaseModel):
     error: str
     field: str = ""
     fix: str = ""
+    active: str = Field("", description="in a 503 of a standby server: the active server's "
+                        "address")
 
 
 class JobOut(BaseModel):
@@ -77,8 +83,13 @@ class JobPage(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "stopped", "error"]
+    status: Literal["ok", "stopped", "error", "standby"]
     error: str = ""
+    role: Literal["active", "standby", "starting", "deposed", "stopped"] = Field(
+        "active", description="with a standby server on the store: which one this is "
+        "(starting: taking over)")
+    active: str = Field("", description="the active server's address, as this one last saw "
+                        "the lease ('' without a standby, or when none holds it)")
     version: str = API_VERSION
     epoch: float = Field(description="wall-clock second (Unix) of service time 0")
     now: float = Field(description="service time now")
@@ -99,9 +110,45 @@ def job_out(rec: JobRecord) -> JobOut:
                   live=None)
 
 
-def _error(status: int, message: str, field: str = "", fix: str = "") -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": message, "field": field,
-                                                     "fix": fix})
+def _error(status: int, message: str, field: str = "", fix: str = "",
+           headers: dict[str, str] | None = None, **extra: str) -> JSONResponse:
+    return JSONResponse(status_code=status, headers=headers,
+                        content={"error": message, "field": field, "fix": fix, **extra})
+
+
+RETRY_AFTER = "1"
+"""seconds a client waits before it asks again when no server is active yet"""
+
+
+def _not_active(role: str, active: str) -> JSONResponse:
+    """The answer of a server that is not the active one: 503, where the active one is."""
+    what = {"standby": "this server is the standby",
+            "starting": "this server is taking over as the active one",
+            "deposed": "this server lost its lease to another"}.get(role, "this server is "
+                                                                    "not active")
+    where = f"; the active server is {active}" if active else ""
+    return _error(503, what + where, "server", "retry on the active server (the CLI does, "
+                  "given every server's address: --server A --server B)",
+                  headers={"Retry-After": RETRY_AFTER}, active=active)
+
+
+class StandbyGate:
+    """Answer 503 (``_not_active``) to every ``/v1`` request but ``/v1/health`` while the
+    engine is not the active server; the dashboard's page, ``/docs`` and ``/metrics`` are
+    served by every server."""
+
+    def __init__(self, app: ASGIApp, engine: ServiceEngine) -> None:
+        self.app = app
+        self.engine = engine
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        engine = self.engine
+        if (scope["type"] == "http" and engine.role in ("standby", "starting", "deposed")
+                and scope["path"].startswith(f"/{API_VERSION}/")
+                and scope["path"] != f"/{API_VERSION}/health"):
+            await _not_active(engine.role, engine.active_address())(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class BodyLimit:
@@ -187,10 +234,16 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
         return 1024 * tenants.limits(who.name if who is not None else "").max_body_kb
 
     app.add_middleware(BodyLimit, limit=body_limit)
+    app.add_middleware(StandbyGate, engine=engine)  # outermost: before the body is read
 
     @app.exception_handler(RequestError)
     async def _refused(_r: Request, e: RequestError) -> JSONResponse:
         return _error(e.status, e.one_line(), e.where, e.fix)
+
+    @app.exception_handler(LeaseLost)
+    async def _deposed(_r: Request, _e: LeaseLost) -> JSONResponse:
+        # the transaction was refused before it wrote anything: safe to send again
+        return _not_active("deposed", engine.active_address())
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_r: Request, e: RequestValidationError) -> JSONResponse:
@@ -220,8 +273,11 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
 
     @app.get(f"/{API_VERSION}/health", response_model=Health)
     def health() -> Health:
-        status = "error" if engine.error else ("ok" if engine.running else "stopped")
+        status = "error" if engine.error else ("ok" if engine.running else "standby" if
+                                                engine.role in ("standby", "starting")
+                                                else "stopped")
         return Health(status=status, error=engine.error, epoch=engine.store.epoch,  # type: ignore[arg-type]
+                      role=engine.role, active=engine.active_address(),  # type: ignore[arg-type]
                       now=engine.now() if engine.running else 0.0,
                       incarnation=engine.store.incarnation,
                       uptime_s=time.time() - engine.stats.started_wall

@@ -28,6 +28,14 @@ the same transaction as its result, so no job completes twice.
 
 **Stop.**  ``stop()`` (SIGTERM through uvicorn) checkpoints: running tasks are stopped, their
 attempts closed as ``stopped``, their jobs re-queued in the store; the next start runs them.
+
+**Standby.**  With a ``lease`` (``service.lease``: two servers on one PostgreSQL store) the
+engine starts only once its server holds the lease; until then it is the standby (``role``)
+and the API answers 503 naming the active server.  Taking over is a start like any other, so
+it recovers as a restart does.  Before every dispatch batch the loop checks that the lease is
+still held, and every transaction checks it in the store: a server that lost it stops
+dispatching at once, kills what it runs (the new active server re-runs it) and hands over to
+``on_deposed`` (``utilon serve`` exits).
 """
 
 from __future__ import annotations
@@ -78,6 +86,7 @@ from utilon.scenario.build import build_job
 from utilon.scenario.spec import JobSpec, ScenarioSpec
 from utilon.service.capping import TenantCaps
 from utilon.service.errors import RequestError
+from utilon.service.lease import Elector, Lease
 from utilon.service.prepare import Prep, Preparer
 from utilon.service.quotas import (
     DEFAULT_LIMITS,
@@ -90,7 +99,7 @@ from utilon.service.quotas import (
     check_payload,
     input_size,
 )
-from utilon.service.store import JobRecord, Store, attempts
+from utilon.service.store import JobRecord, LeaseLost, Store, attempts
 from utilon.service.tenants import Principal
 
 log = logging.getLogger(__name__)
@@ -150,10 +159,16 @@ class ServiceEngine:
                  = lambda _t: 1.0, admission: str = "reject", seed: int = 0,
                  max_wait: float = 0.2, sample_every: float = 1.0,
                  limits: Callable[[str], Limits] = lambda _t: DEFAULT_LIMITS,
-                 caps_running: bool = False, prep_workers: int = 2) -> None:
+                 caps_running: bool = False, prep_workers: int = 2,
+                 lease: Lease | None = None,
+                 on_deposed: Callable[[str], None] | None = None,
+                 warm_standby: bool = False) -> None:
         if admission not in ADMISSION:
             raise UtilonError(f"unknown admission {admission!r}", where="--admission",
                               fix="reject or accept")
+        if lease is not None and lease.store is not store:
+            raise ValueError("the lease must be on the engine's own store: it fences its "
+                             "transactions")
         self.store = store
         self.spec = spec
         self.declared = cluster
@@ -183,13 +198,64 @@ class ServiceEngine:
         self._running = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started_jobs: set[str] = set()
+        self.lease = lease
+        self.on_deposed = on_deposed
+        self._elector: Elector | None = None
+        self.role = "standby" if lease is not None else "active"
+        """standby, starting (taking over), active, deposed (lost the lease) or stopped"""
+        self.warm_standby = warm_standby
+        self._backend_started = False
+        self._lost_once = threading.Lock()
 
     # -- life cycle ---------------------------------------------------------------------
     def start(self) -> None:
-        epoch, inc = self.store.begin_incarnation()
-        self.catalog = TaskCatalog(self.state_dir / "runs" / f"incarnation-{inc}", [], {})
+        """Serve: at once without a lease or when this server acquires it now; otherwise as
+        the standby, which starts when the lease is free (``_take_over``)."""
+        if self.lease is None:
+            self._activate()
+            return
+        if self.warm_standby:
+            self._start_backend(self.state_dir / "runs" / "standby")
+        self._elector = Elector(self.lease, on_active=self._take_over, on_lost=self._lost)
+        if not self._elector.start():
+            log.info("standby: %s holds the lease", self.lease.active_address() or "another")
+            return
+        try:
+            self._activate()
+        except BaseException:
+            self._elector.stop(release=True)
+            raise
+
+    def _take_over(self) -> None:
+        """The standby acquired the lease: start as a restart does (recovery re-queues what
+        the dead server ran).  A start that fails lets the lease go and stops this server."""
+        self.role = "starting"
+        log.warning("taking over as the active server")
+        try:
+            self._activate()
+        except Exception as e:
+            log.exception("could not take over")
+            self.error = f"could not take over: {type(e).__name__}: {e}"
+            if self._elector is not None:
+                self._elector.stop(release=True)
+            self._lost(self.error)
+
+    def _start_backend(self, run_dir: Path) -> None:
+        """Start the backend; a standby with ``warm_standby`` does it while it waits (local
+        workers take seconds to import their modules: not spent on a takeover), and its
+        catalog learns its incarnation's folder when it takes over."""
+        self.catalog = TaskCatalog(run_dir, [], {})
         self.backend.strict_capacity = not self.policy.overcommits
         self.cluster = self.backend.start(self.declared, self.catalog)
+        self._backend_started = True
+
+    def _activate(self) -> None:
+        epoch, inc = self.store.begin_incarnation()
+        run_dir = self.state_dir / "runs" / f"incarnation-{inc}"
+        if self._backend_started and self.catalog is not None:
+            self.catalog.run_dir = run_dir  # no job was added under the standby's folder
+        else:
+            self._start_backend(run_dir)
         self.offset = time.time() - self.backend.now() - epoch
         policy = self.policy
         if self.caps_running:
@@ -204,16 +270,59 @@ class ServiceEngine:
         t.start()
         self._threads.append(t)
         self._running.set()
+        if self.role != "deposed":
+            self.role = "active"
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Checkpoint and stop: running tasks are stopped and their jobs re-queued."""
+        """Checkpoint and stop: running tasks are stopped and their jobs re-queued; then the
+        lease goes, so that a standby takes over at once.  A standby, or a server that lost
+        the lease, writes nothing: the store is another server's."""
         self._stop.set()
         self.preparer.stop()
         for t in self._threads:
-            t.join(timeout)
-        self._checkpoint()
-        self.backend.close()
+            if t is not threading.current_thread():
+                t.join(timeout)
+        active = self.role == "active"
+        if active:
+            self._checkpoint()
+        if self._elector is not None:
+            self._elector.stop(release=active)
+        if self._backend_started:
+            self.backend.close()
         self._running.clear()
+        if self.role != "deposed":
+            self.role = "stopped"
+
+    def _lost(self, reason: str) -> None:
+        """The lease is no longer this server's: stop dispatching at once, kill what runs here
+        (the active server re-runs it) and hand over to ``on_deposed``.  Called once, from
+        the lease's thread or the loop's."""
+        if not self._lost_once.acquire(blocking=False):
+            return
+        self.role = "deposed"
+        self.error = self.error or f"lost the lease: {reason}"
+        log.error("this server is no longer the active one: %s", reason)
+        self._stop.set()
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(10)
+        self.preparer.stop()
+        if self._backend_started:
+            self.backend.close()
+        if self.on_deposed is not None:
+            self.on_deposed(reason)
+
+    @property
+    def active(self) -> bool:
+        """Whether this server is the one that schedules (a standby, or one that is taking
+        over or lost the lease, answers 503)."""
+        return self.role == "active"
+
+    def active_address(self) -> str:
+        """Where the active server is, as this one last saw the lease ("" unknown)."""
+        if self.lease is None:
+            return ""
+        return self.lease.address if self.active else self.lease.active_address()
 
     @property
     def running(self) -> bool:
@@ -227,6 +336,8 @@ class ServiceEngine:
         def run() -> None:
             try:
                 fn()
+            except LeaseLost as e:  # a transaction found the lease another server's
+                self._lost(e.message)
             except Exception as e:  # the engine must say why it stopped, not die silently
                 log.exception("service engine stopped")
                 self.error = f"{type(e).__name__}: {e}"
@@ -403,9 +514,10 @@ class ServiceEngine:
                 continue
             if rec.state == "running":
                 with self.store.tx() as c:
-                    self.store.transition(c, rec.id, "queued", now,
-                                          detail="re-queued: the service restarted while it "
-                                                 "ran")
+                    self.store.transition(c, rec.id, "queued", now, detail=(
+                        "re-queued: the standby took over while it ran"
+                        if self.role == "starting" else
+                        "re-queued: the service restarted while it ran"))
             try:
                 spec = {k: v for k, v in rec.spec.items() if k not in ("submit", "tenant")}
                 spec["id"] = rec.id
@@ -475,6 +587,11 @@ class ServiceEngine:
                         self._close(c, jid, "cancelled", now, detail="cancelled")
             if not stimuli:
                 continue
+            if self.lease is not None and not self.lease.held():
+                # fenced: the lease may be another server's by now, so nothing more is
+                # dispatched from here (issue 46)
+                self._lost("the lease lapsed before a dispatch")
+                return
             with self.lock:
                 before = set(core.active)
                 decisions = core.stats.decisions
@@ -504,6 +621,10 @@ class ServiceEngine:
         store = self.store
         over = (before | {s.job.id for s in stimuli if type(s) is JobSubmitted}) - set(
             core.active)
+        # verified before the transaction: reading outputs must not hold it (nor, with a
+        # standby, the lease row's lock that blocks renewals)
+        verified = {jid: self._verify(jid) for jid in over
+                    if core.jobs[jid].state is JobState.DONE}
         with store.tx() as c:
             for s in stimuli:
                 if type(s) is TaskFinished:
@@ -526,8 +647,7 @@ class ServiceEngine:
                 rt = core.jobs[jid]
                 if rt.state is JobState.DONE:
                     row = job_row(rt.job, rt.start, rt.finish, rt.cost, now)
-                    verification = self._verify(jid)
-                    result = {"row": row, "verification": verification,
+                    result = {"row": row, "verification": verified[jid],
                               "outputs": str(self.catalog.job_dir(jid))}
                     self._close(c, jid, "finished", now, finished=rt.finish,
                                      result=json.dumps(result), missed=bool(row["missed"]),

@@ -8,7 +8,9 @@ engine at scrape time, plus a histogram of decision latency fed by the engine's 
 * ``utilon_allocation_slots{tenant}`` and ``utilon_capacity_slots``: the slot resource held
   per tenant, and the up capacity, at the last sample;
 * ``utilon_decision_latency_seconds``: the policy's decision time (histogram);
-* ``utilon_up``: 1 while the engine runs.
+* ``utilon_up``: 1 while the engine runs;
+* ``utilon_active``: 1 on the active server, 0 on a standby (which shows only these two: the
+  store's counts are the active server's to report, so that a sum over both is right).
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ class _State(Collector):
         self.engine = engine
 
     def collect(self) -> Iterator[Any]:
+        active = self.engine.active
+        yield GaugeMetricFamily("utilon_active", "1 on the active server, 0 on a standby",
+                                value=1.0 if active else 0.0)
+        if not active:
+            yield GaugeMetricFamily("utilon_up", "1 while the engine runs", value=0.0)
+            return
         jobs = GaugeMetricFamily("utilon_jobs", "jobs per tenant and state",
                                  labels=["tenant", "state"])
         misses = CounterMetricFamily("utilon_deadline_misses", "finished jobs that missed "

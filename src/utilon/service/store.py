@@ -23,7 +23,15 @@ Tables:
   ``finished``, ``cancelled``, ``failed``), when it was submitted, started and finished, and
   once finished its result (the ``jobs.csv`` row and the output verification);
 * ``events``: every state change of a job (and a cancel request), in order;
-* ``attempts``: every task attempt, opened at launch and closed with its outcome.
+* ``attempts``: every task attempt, opened at launch and closed with its outcome;
+* ``leases``: the one row that says which server is active when two serve one PostgreSQL store
+  (``service.lease``): its holder, address, term (the fencing token) and expiry, on the
+  database's clock.
+
+**Fencing.**  Once this store's server holds the lease, ``fence`` is set to its (holder, term),
+and every transaction ``tx()`` opens first takes a share lock on the lease row and checks it:
+a server that lost the lease can commit nothing (``LeaseLost``), and no standby can take the
+lease while a transaction of the active one is open.
 """
 
 from __future__ import annotations
@@ -88,8 +96,36 @@ attempts = sa.Table(
 )
 
 
+leases = sa.Table(
+    "leases", _md,
+    sa.Column("name", sa.String(32), primary_key=True),
+    sa.Column("holder", sa.String(200), nullable=False),
+    sa.Column("address", sa.String(500), nullable=False),
+    sa.Column("term", sa.Integer, nullable=False),
+    sa.Column("expires", sa.Float, nullable=False),  # the database's clock, Unix seconds
+)
+_SCHEMA_LOCK = 0x7574696C6F6E  # "utilon": PostgreSQL's advisory lock for creating tables
+ACTIVE = "active"
+"""the name of the lease row of the active server"""
+
+
 class StoreError(UtilonError):
     """The store cannot be opened or written."""
+
+
+class LeaseLost(StoreError):
+    """A transaction of a server that no longer holds the lease: refused, nothing written."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRow:
+    """The lease as the store holds it: ``left`` is the seconds until it expires (database
+    clock; 0 or less: expired, anyone may take it)."""
+
+    holder: str
+    address: str
+    term: int
+    left: float
 
 
 @dataclass(frozen=True)
@@ -177,7 +213,14 @@ class Store:
             self.engine: Engine = sa.create_engine(self.url, future=True, **kw)
             if self.sqlite:
                 sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-            _md.create_all(self.engine)
+                _md.create_all(self.engine)
+            else:
+                with self.engine.begin() as c:
+                    if self.engine.dialect.name == "postgresql":
+                        # two servers (an active one and its standby) starting at once on
+                        # a new database must not both create the tables
+                        c.execute(sa.select(sa.func.pg_advisory_xact_lock(_SCHEMA_LOCK)))
+                    _md.create_all(c)
         except Exception as e:  # a bad URL, a missing driver, an unwritable file
             detail = str(e)
             password = _password(self.url)
@@ -195,14 +238,104 @@ class Store:
         self._group = threading.Condition()
         self._waiting: list[_Submission] = []
         self._committing = False
+        self.fence: tuple[str, int] | None = None  # (holder, term) once this server is active
+        self.fence_idle_ms = 5000  # a fenced transaction idle this long is ended (PostgreSQL)
+        self._lease_row = False  # the lease row is known to exist
 
     def close(self) -> None:
         self.engine.dispose()
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
+        """One writing transaction (fenced: see the module docstring)."""
         with self._write, self.engine.begin() as conn:
+            if self.fence is not None:
+                self._check_fence(conn, self.fence)
             yield conn
+
+    def _check_fence(self, c: Connection, fence: tuple[str, int]) -> None:
+        q = sa.select(leases.c.holder, leases.c.term)
+        if self.engine.dialect.name == "postgresql":
+            # in the same round trip: should this server stall inside the transaction
+            # (SIGSTOP, a partition) the database ends it within a lease's length, and with
+            # it the lock that would keep the standby from taking over
+            q = q.add_columns(sa.func.set_config("idle_in_transaction_session_timeout",
+                                                 str(self.fence_idle_ms), True))
+        row = c.execute(q.where(leases.c.name == ACTIVE).with_for_update(read=True)).first()
+        if row is None or (row.holder, row.term) != fence:
+            held = f"term {row.term}, held by {row.holder}" if row is not None else "no lease"
+            raise LeaseLost(f"this server no longer holds the lease (it held term {fence[1]}; "
+                            f"the store says {held})", where="lease",
+                            fix="retry on the active server")
+
+    # -- the lease of the active server (service.lease) ---------------------------------
+    def _db_now(self) -> Any:
+        """The database's clock in Unix seconds (the lease's: servers' clocks may differ)."""
+        name = self.engine.dialect.name
+        if name == "postgresql":
+            return sa.cast(sa.extract("epoch", sa.func.clock_timestamp()), sa.Float)
+        if name == "sqlite":
+            return (sa.func.julianday("now") - 2440587.5) * 86400.0
+        raise StoreError(f"no lease on a {name} store", where="--db",
+                         fix="a standby server needs PostgreSQL")
+
+    @contextmanager
+    def _lease_tx(self) -> Iterator[Connection]:
+        """A transaction on the lease row, never fenced, that waits at most a second for a
+        lock (an active server's transaction, or a dead one's the database has not yet
+        noticed): the caller tries again at its next tick."""
+        with self._write, self.engine.begin() as c:
+            if self.engine.dialect.name == "postgresql":
+                c.execute(sa.text("SET LOCAL lock_timeout = '1s'"))
+            if not self._lease_row:
+                if c.execute(sa.select(leases.c.term).where(leases.c.name == ACTIVE)
+                             ).first() is None:
+                    c.execute(leases.insert().values(name=ACTIVE, holder="", address="",
+                                                     term=0, expires=0.0))
+                self._lease_row = True
+            yield c
+
+    def lease_acquire(self, holder: str, address: str, ttl: float) -> int | None:
+        """Take the lease if it has expired (compare-and-set: of servers trying at once, one
+        wins); its new term, or None."""
+        now = self._db_now()
+        try:
+            with self._lease_tx() as c:
+                res = c.execute(leases.update().where(leases.c.name == ACTIVE)
+                                .where(leases.c.expires < now)
+                                .values(holder=holder, address=address,
+                                        term=leases.c.term + 1, expires=now + ttl))
+                if res.rowcount != 1:
+                    return None
+                return int(c.execute(sa.select(leases.c.term)
+                                     .where(leases.c.name == ACTIVE)).scalar_one())
+        except sa.exc.IntegrityError:  # another server inserted the row first: next tick
+            return None
+
+    def lease_renew(self, holder: str, term: int, ttl: float) -> bool:
+        """Extend the lease by ``ttl`` from now; False if it is not ``holder``'s ``term``."""
+        now = self._db_now()
+        with self._lease_tx() as c:
+            res = c.execute(leases.update().where(leases.c.name == ACTIVE)
+                            .where(leases.c.holder == holder).where(leases.c.term == term)
+                            .values(expires=now + ttl))
+        return res.rowcount == 1
+
+    def lease_release(self, holder: str, term: int) -> None:
+        """Let the lease go now (a clean stop): a standby takes it at its next try."""
+        with self._lease_tx() as c:
+            c.execute(leases.update().where(leases.c.name == ACTIVE)
+                      .where(leases.c.holder == holder).where(leases.c.term == term)
+                      .values(expires=0.0))
+
+    def lease_read(self) -> LeaseRow | None:
+        now = self._db_now()
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(leases.c.holder, leases.c.address, leases.c.term,
+                                      (leases.c.expires - now).label("left"))
+                            .where(leases.c.name == ACTIVE)).first()
+        return None if row is None else LeaseRow(str(row.holder), str(row.address),
+                                                 int(row.term), float(row.left))
 
     # -- the service's clock and incarnations --------------------------------------------
     def begin_incarnation(self, now: float | None = None) -> tuple[float, int]:
