@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: demo test browser test-long bench bench-ray live lint clean trace-examples replay-day
+.PHONY: demo test browser test-long bench bench-ray live lint clean trace-examples replay-day \
+        league league-tuning league-held-out
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_alsched.py
 	$(BIN)/python benchmarks/bench_cura.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_failover.py
+	$(BIN)/python benchmarks/bench_triage.py --day --json benchmarks/results-triage.json
 	$(BIN)/python benchmarks/bench_dashboard.py
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
@@ -66,6 +69,17 @@ replay-day: $(STAMP)
 	$(BIN)/utilon trace import swim ../shared/data/swim_facebook/FB-2010_samples_24_times_1hr_0.tsv \
 	  --name fb2010-day --out runs/traces/fb2010-day.yaml
 	$(BIN)/utilon compare runs/traces/fb2010-day.yaml --policies all --max-wall 300 --out runs/fb2010-day
+
+# The league (docs/league.md): the candidate policy against every other on the tuning set, then
+# on the held-out set -- run that one once, at the end, and report it as it comes out.  Each
+# set runs 5 seeds with realistic and with exact estimates; results in runs/league/<set>/.
+league: league-tuning league-held-out
+
+league-tuning: $(STAMP)
+	$(BIN)/utilon league --set tuning --out runs/league
+
+league-held-out: $(STAMP)
+	$(BIN)/utilon league --set held-out --out runs/league
 
 # Ray overhead: utilon's RayBackend against the same short tasks submitted to Ray directly.
 bench-ray: $(TSTAMP)

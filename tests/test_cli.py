@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 SMALL = str(ROOT / "examples" / "small-mapreduce.yaml")
 POLICIES = ["alsched", "cora", "cora-ct", "cora-lp", "edf-n", "edf-p", "fair", "fair-slots",
-            "fifo", "ras", "rds", "rrh"]
+            "fifo", "ras", "rds", "rrh", "triage"]
 HEADER = "id,tenant,class,submit,start,finish,goal,utility,delta,missed,penalty,cost"
 SUMMARY_KEYS = [
     "scenario", "scenario_digest", "policy", "params", "seed", "jobs", "finished", "unfinished",

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from utilon.cli.common import (
+    EstimatesOpt,
     JobsOpt,
     RayAddressOpt,
     ScenarioArg,
@@ -29,6 +30,7 @@ from utilon.cli.common import (
 )
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
+from utilon.cli.league import league_command
 from utilon.cli.plan import plan_command
 
 try:  # typer >= 0.2x carries its own copy of click; older ones use click itself
@@ -65,6 +67,7 @@ app.add_typer(trace_app, name="trace")
 app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(solve_app, name="solve")
 app.command("plan")(plan_command)
+app.command("league")(league_command)
 register_service(app)
 
 
@@ -130,7 +133,8 @@ def _write_report(dirs: Sequence[Path], out_file: Path, title: str = "",
 def simulate(
     scenario: ScenarioArg,
     policy: Annotated[str | None, typer.Option("--policy", "-p",
-                                               help="policy name (default: the scenario's)")]
+                                               help="policy name (default: the scenario's, else "
+                                               "`default`: triage, utilon's own)")]
     = None,
     seed: SeedOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
@@ -139,6 +143,7 @@ def simulate(
     validate: Annotated[bool, typer.Option(help="check core invariants after every event "
                                            "(slow)")] = False,
     capacity: CapacityOpt = None,
+    estimates: EstimatesOpt = None,
     report: ReportOpt = False,
     max_wall: MaxWallOpt = None,
 ) -> None:
@@ -151,11 +156,11 @@ def simulate(
     from utilon.scenario.build import Workload
 
     with _errors():
-        workload = load_scenario(scenario, seed=seed, capacity=capacity)
-        name = policy or (workload.spec.policy.name if workload.spec.policy else None)
-        if name is None:
-            raise UtilonError("no policy given", where=str(scenario),
-                              fix="pass --policy NAME or set policy: in the scenario")
+        workload = load_scenario(scenario, seed=seed, capacity=capacity, estimates=estimates)
+        from utilon.policies import DEFAULT_POLICY, canonical
+
+        name = canonical(policy or (workload.spec.policy.name if workload.spec.policy
+                                    else DEFAULT_POLICY))
         _check_max_wall(max_wall)
         target = out_dir or _default_out(workload) / name
         if not isinstance(workload, Workload):  # a cloud scenario: Cura's world
@@ -186,10 +191,17 @@ def simulate(
 # ---------------------------------------------------------------------------------- compare
 @app.command()
 def compare(
-    scenario: ScenarioArg,
+    scenarios: Annotated[list[Path], typer.Argument(
+        help="scenario file(s) (YAML or JSON); several, or --seeds N, compare over all of "
+        "them", show_default=False)],
     policies: Annotated[str, typer.Option("--policies", help="comma-separated names, or 'all'")]
     = "all",
     seed: SeedOpt = None,
+    seeds: Annotated[int, typer.Option(
+        "--seeds", help="run each scenario at N seeds (--seed, or the scenario's, and the "
+        "N-1 after it) and report means with 95% confidence intervals and paired "
+        "wins/ties/losses", min=1)] = 1,
+    estimates: EstimatesOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
     capacity: CapacityOpt = None,
     report: ReportOpt = False,
@@ -201,7 +213,10 @@ def compare(
 
     The runs are independent and go to parallel processes (``--jobs``, default one per core)
     or to a Ray cluster (``--ray-address``); the outputs are the same as one after another.
-    On a cloud scenario (``cloud:``) the policies are Cura's services (``all``: every one)."""
+    On a cloud scenario (``cloud:``) the policies are Cura's services (``all``: every one).
+    With several scenarios or ``--seeds N`` every policy runs on every scenario at every seed
+    (``<out>/<scenario>/seed-<k>/<policy>/``) and the comparison is over all of them: means
+    with 95% confidence intervals per scenario and paired wins/ties/losses (docs/reports.md)."""
     from utilon.scenario import load_scenario
     from utilon.scenario.admission import check_admission
     from utilon.scenario.build import Workload
@@ -209,7 +224,13 @@ def compare(
     with _errors():
         check_jobs(jobs)
         _check_max_wall(max_wall)
-        loaded = load_scenario(scenario, seed=seed, capacity=capacity)
+        if len(scenarios) > 1 or seeds > 1:
+            _compare_seeds(scenarios, policies, seed, seeds, estimates, out_dir, capacity,
+                           report, jobs, ray_address, max_wall)
+            return
+        scenario = scenarios[0]
+        loaded = load_scenario(scenario, seed=seed, capacity=capacity,
+                               estimates=estimates)
         target = out_dir or _default_out(loaded)
         if not isinstance(loaded, Workload):  # a cloud scenario: Cura's world
             from utilon.cli.cloud import refuse_slot_options
@@ -219,12 +240,9 @@ def compare(
             return
         workload: Workload = loaded
         check_admission(workload, f"{scenario}: workload")
-        from utilon.runner import resolve_policies, run_policies
+        from utilon.runner import run_policies
 
-        names = resolve_policies(policies)
-        if not names:
-            raise UtilonError("no policies given", where="--policies",
-                              fix="e.g. --policies fifo,fair or --policies all")
+        names = _policy_names(policies)
         with _progress() as prog:
             tasks = [prog.add_task(n, total=len(workload.jobs)) for n in names]
 
@@ -243,6 +261,157 @@ def compare(
         out.print(f"outputs: {target}/<policy>/ and {target}/comparison.csv")
         if report:  # this comparison's runs only, not what an older one left in the folder
             _write_report([target / n for n in names], target / "report.html")
+
+
+def _policy_names(policies: str) -> list[str]:
+    from utilon.runner import resolve_policies
+
+    names = resolve_policies(policies)
+    if not names:
+        raise UtilonError("no policies given", where="--policies",
+                          fix="e.g. --policies fifo,fair or --policies all")
+    return names
+
+
+def _compare_seeds(scenarios: Sequence[Path], policies: str, seed: int | None, seeds: int,
+                   estimates: str | None, out_dir: Path | None, capacity: Path | None,
+                   report: bool, jobs: int | None, ray_address: str | None,
+                   max_wall: float | None) -> None:
+    """``compare`` over several scenarios and/or seeds: every policy on every (scenario,
+    seed) workload, in one parallel grid; per-seed comparisons, then the statistics."""
+    from utilon.league.grid import GridRun, run_grid
+    from utilon.metrics.stats import ci_rows, seed_statistics, wtl_rows
+    from utilon.scenario import load_scenario
+    from utilon.scenario.admission import check_admission
+    from utilon.scenario.build import Workload
+
+    names = _policy_names(policies)
+    loaded: list[tuple[str, int, Workload]] = []  # (scenario label, seed, workload)
+    labels: list[str] = []
+    for path in scenarios:
+        first = seed
+        for k in range(seeds):
+            wl = load_scenario(path, seed=None if first is None else first + k,
+                               capacity=capacity, estimates=estimates)
+            if not isinstance(wl, Workload):
+                raise UtilonError("several scenarios and --seeds compare slot scenarios; this "
+                                  "is a cloud scenario", where=str(path),
+                                  fix="compare a cloud scenario alone, with one seed")
+            if first is None:  # the scenario's own seed is the first
+                first = wl.seed
+            check_admission(wl, f"{path}: workload")
+            if k == 0:
+                label = wl.name if wl.name not in labels else f"{wl.name}-{len(labels) + 1}"
+                labels.append(label)
+            loaded.append((labels[-1], wl.seed, wl))
+    single = len(scenarios) == 1
+    target = out_dir or _default_seeds_out([wl for _, _, wl in loaded], single)
+
+    def run_dir(label: str, s: int) -> Path:
+        return target / f"seed-{s}" if single else target / label / f"seed-{s}"
+
+    grid = [GridRun(i, n, out_dir=run_dir(label, s) / n, wall_limit=max_wall)
+            for i, (label, s, _) in enumerate(loaded) for n in names]
+    with _progress() as prog:
+        tasks = [prog.add_task(f"{label} s{s}", total=len(wl.jobs) * len(names))
+                 for label, s, wl in loaded]
+        fractions = [0.0] * len(grid)
+
+        def advance(i: int, done: int, total: int) -> None:
+            fractions[i] = done / max(total, 1)
+            w = i // len(names)
+            frac = sum(fractions[w * len(names):(w + 1) * len(names)])
+            prog.update(tasks[w], completed=frac * len(loaded[w][2].jobs))
+
+        summaries = run_grid(grid, [wl for _, _, wl in loaded], jobs=jobs,
+                             ray_address=ray_address, on_progress=advance)
+    runs: dict[str, dict[int, dict[str, dict[str, Any]]]] = {}
+    for w, (label, s, _) in enumerate(loaded):
+        results = summaries[w * len(names):(w + 1) * len(names)]
+        _write_comparison(run_dir(label, s), results)
+        runs.setdefault(label, {})[s] = {r["policy"]: r for r in results}
+        for r in results:
+            _warn({**r, "policy": f"{label} seed {s}: {r['policy']}"})
+    doc = seed_statistics(runs)
+    doc["layout"] = {label: {str(s): str(run_dir(label, s).relative_to(target))
+                             for s in by_seed} for label, by_seed in runs.items()}
+    doc["estimates"] = estimates
+    _write_seed_files(target, doc, ci_rows(doc), wtl_rows(doc))
+    for label, by_seed in runs.items():
+        wl0 = next(wl for lab, _, wl in loaded if lab == label)
+        out.print(_seeds_table(doc, label, f"{label}: {len(wl0.jobs)} jobs, "
+                               f"{len(wl0.cluster.machines)} machines, seeds "
+                               f"{', '.join(str(s) for s in by_seed)}: mean ± 95% CI"))
+    for m in doc["key_metrics"]:
+        out.print(_wtl_table(doc, m))
+    where = "seed-<k>" if single else "<scenario>/seed-<k>"
+    out.print(f"outputs: {target}/{where}/<policy>/, {target}/{where}/comparison.csv, "
+              f"{target}/comparison-seeds.json, comparison-seeds.csv, comparison-wtl.csv")
+    if report:
+        for label in runs:
+            base = target if single else target / label
+            _write_report([base], base / "report.html",
+                          title=f"utilon report: {label} over {len(runs[label])} seed(s)")
+
+
+def _default_seeds_out(workloads: Sequence[Workload], single: bool) -> Path:
+    """One scenario: its usual folder; several: ``runs/compare-<digest of them all>``."""
+    if single:
+        return _default_out(workloads[0])
+    import hashlib
+
+    from utilon.scenario.digest import scenario_digest
+
+    key = ",".join(f"{w.name}-{scenario_digest(w.spec)}-{w.seed}" for w in workloads)
+    return Path("runs") / f"compare-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def _write_seed_files(target: Path, doc: dict[str, Any], ci: list[dict[str, Any]],
+                      wtl: list[dict[str, Any]]) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "comparison-seeds.json").write_text(json.dumps(doc, indent=2) + "\n",
+                                                  encoding="utf-8")
+    for name, rows in (("comparison-seeds.csv", ci), ("comparison-wtl.csv", wtl)):
+        with (target / name).open("w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows)
+
+
+_SEED_COLUMNS = (("U min", "utility_min", 3), ("U sum", "utility_sum", 2),
+                 ("misses", "misses", 1), ("penalty", "penalty", 2),
+                 ("unfinished", "unfinished", 1), ("resp mean s", "response_mean", 0),
+                 ("resp p95 s", "response_p95", 0))
+
+
+def _seeds_table(doc: dict[str, Any], scenario: str, title: str) -> Table:
+    from utilon.metrics.stats import pm
+
+    t = Table(title=title, title_justify="left")
+    t.add_column("policy")
+    for head, _, _ in _SEED_COLUMNS:
+        t.add_column(head, justify="right")
+    t.add_column("stopped", justify="right")
+    for p, stats in doc["scenarios"][scenario]["policies"].items():
+        t.add_row(p, *(pm(stats[m], nd) for _, m, nd in _SEED_COLUMNS),
+                  str(stats["stopped"]) if stats["stopped"] else "–")
+    return t
+
+
+def _wtl_table(doc: dict[str, Any], metric: str) -> Table:
+    """Rows against columns: the row policy's wins/ties/losses against the column's."""
+    policies = doc["policies"]
+    better = doc["metrics"][metric]
+    t = Table(title=f"{metric} ({better} is better): wins/ties/losses of the row against the "
+                    f"column over {doc['pairs']} paired run(s)", title_justify="left")
+    t.add_column("")
+    for p in policies:
+        t.add_column(p, justify="center")
+    for a in policies:
+        row = doc["wtl"][metric][a]
+        t.add_row(a, *("·" if a == b else "{wins}/{ties}/{losses}".format(**row[b])
+                       for b in policies))
+    return t
 
 
 def _compare_cloud(workload: CloudWorkload, policies: str, target: Path, jobs: int | None,
@@ -346,7 +515,8 @@ def _warn(s: dict[str, Any]) -> None:
 def run(
     scenario: ScenarioArg,
     policy: Annotated[str | None, typer.Option("--policy", "-p",
-                                               help="policy name (default: the scenario's)")]
+                                               help="policy name (default: the scenario's, else "
+                                               "`default`: triage, utilon's own)")]
     = None,
     backend: Annotated[str, typer.Option("--backend", "-b",
                                          help=f"where tasks run: {' | '.join(BACKENDS)}")]
@@ -380,10 +550,10 @@ def run(
 
             raise UnknownNameError("backend", backend, BACKENDS, where="--backend")
         workload = load_workload(scenario, seed=seed, capacity=capacity)
-        name = policy or (workload.spec.policy.name if workload.spec.policy else None)
-        if name is None:
-            raise UtilonError("no policy given", where=str(scenario),
-                              fix="pass --policy NAME or set policy: in the scenario")
+        from utilon.policies import DEFAULT_POLICY, canonical
+
+        name = canonical(policy or (workload.spec.policy.name if workload.spec.policy
+                                    else DEFAULT_POLICY))
         policy_class(name)
         check_admission(workload, f"{scenario}: workload")
         from utilon.runner import make_backend, run_live

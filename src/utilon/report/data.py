@@ -231,3 +231,38 @@ def load_runs(paths: Iterable[Path], *, allow_mixed: bool = True) -> list[RunDat
         labels = scen if len(set(scen)) == len(scen) else [str(r.path) for r in runs]
     return [RunData(r.path, lab, r.summary, r.provenance, r.jobs, r.allocation, r.capacity,
                     r.attempts) for r, lab in zip(runs, labels, strict=True)]
+
+
+@dataclass(frozen=True)
+class SeedComparison:
+    """A comparison over seeds (``utilon compare --seeds`` or several scenarios): its
+    statistics (``comparison-seeds.json``), the scenario a report is about (``None``: all of
+    them) and the run directory whose runs the report's figures draw (the first seed's)."""
+
+    doc: dict[str, Any]
+    scenario: str | None
+    runs: Path
+    seed: str
+
+
+def seed_comparison(path: Path) -> SeedComparison | None:
+    """The comparison over seeds that ``path`` is (its folder holds ``comparison-seeds.json``)
+    or is one scenario of (its parent does, and names it), else ``None``."""
+    for home, label in ((path, None), (path.parent, path.name)):
+        f = home / "comparison-seeds.json"
+        if not f.is_file():
+            continue
+        doc = _json(f)
+        layout = doc.get("layout")
+        if not isinstance(layout, dict) or not layout:
+            continue
+        if label is None:
+            scenario = next(iter(layout)) if len(layout) == 1 else None
+            first = layout[scenario or next(iter(layout))]
+        elif label in layout:
+            scenario, first = label, layout[label]
+        else:
+            continue
+        seed, rel = next(iter(first.items()))
+        return SeedComparison(doc, scenario, home / rel, seed)
+    return None

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from utilon.report import figures as F
-from utilon.report.data import RunData, load_runs
+from utilon.report.data import RunData, SeedComparison, load_runs, seed_comparison
 
 DPI = 100
 MAX_HTML_BYTES = 8_000_000
@@ -128,6 +128,52 @@ def provenance_block(runs: Sequence[RunData]) -> str:
     return "".join(parts)
 
 
+_SEED_COLUMNS = (("U min", "utility_min", 3), ("U sum", "utility_sum", 2),
+                 ("U mean", "utility_mean", 3), ("misses", "misses", 1),
+                 ("unfinished", "unfinished", 1), ("penalty", "penalty", 2),
+                 ("makespan s", "makespan", 0), ("resp mean s", "response_mean", 0),
+                 ("resp p95 s", "response_p95", 0))
+
+
+def seeds_section(seeds: SeedComparison) -> list[str]:
+    """The statistics over seeds: per scenario, each policy's mean ± the half-width of its
+    95% confidence interval; per key metric, the wins/ties/losses matrix (of the scenario,
+    and over every scenario when there are several)."""
+    from utilon.metrics.stats import pm
+
+    doc = seeds.doc
+    shown = [seeds.scenario] if seeds.scenario is not None else list(doc["scenarios"])
+    level = round(100 * float(doc.get("level", 0.95)))
+    tie = doc.get("ties", {}).get("relative", 0.0)
+    out = ["<h2>Over seeds</h2>",
+           f"<p class='note'>Mean over seeds ± the half-width of its {level}% confidence "
+           "interval (Student t over the seeds; – with one seed).  Wins/ties/losses pair the "
+           "runs of one scenario and seed: the row policy against the column policy; values "
+           f"within {tie:.1%} of each other tie.</p>"]
+    for scen in shown:
+        s = doc["scenarios"][scen]
+        header = ("policy", *(h for h, _, _ in _SEED_COLUMNS), "seeds", "stopped")
+        rows = [(p, *(pm(st[m], nd) for _, m, nd in _SEED_COLUMNS), st["misses"]["n"],
+                 st["stopped"]) for p, st in s["policies"].items()]
+        out += [f"<h3>{html.escape(scen)}: seeds "
+                f"{html.escape(', '.join(str(x) for x in s['seeds']))}</h3>",
+                _table(header, rows)]
+    matrices = [(f"{seeds.scenario}", doc["scenarios"][seeds.scenario]["wtl"],
+                 len(doc["scenarios"][seeds.scenario]["seeds"]))] if seeds.scenario else []
+    if seeds.scenario is None or len(doc["scenarios"]) > 1:
+        matrices.append(("every scenario", doc["wtl"], int(doc.get("pairs", 0))))
+    for what, wtl, pairs in matrices:
+        for m in doc.get("key_metrics", []):
+            better = doc["metrics"][m]
+            policies = list(wtl[m])
+            rows = [(a, *("·" if a == b else "{wins}/{ties}/{losses}".format(**wtl[m][a][b])
+                          for b in policies)) for a in policies]
+            out += [f"<h3>{html.escape(m)} ({better} is better): wins/ties/losses, "
+                    f"{html.escape(what)}, {pairs} paired run(s)</h3>",
+                    _table(("row vs column", *policies), rows)]
+    return out
+
+
 def figures_for(runs: Sequence[RunData]) -> list[tuple[str, str, str, Callable[[], Figure]]]:
     """(file stem, section title, caption, builder) for every figure of a report."""
     out: list[tuple[str, str, str, Callable[[], Figure]]] = [
@@ -164,20 +210,32 @@ def figures_for(runs: Sequence[RunData]) -> list[tuple[str, str, str, Callable[[
 def build_report(run_dirs: Sequence[Path], out: Path, *, title: str = "",
                  allow_mixed: bool = False) -> Report:
     """Read the runs, write ``out`` (HTML) and one ``<stem>-<figure>.png`` per figure next to
-    it; return their paths.  Runs of different scenarios are refused unless ``allow_mixed``."""
+    it; return their paths.  Runs of different scenarios are refused unless ``allow_mixed``.
+
+    A comparison over seeds (one directory: ``compare --seeds`` or one scenario of a
+    comparison of several) is reported by its statistics over seeds -- means with confidence
+    intervals and the wins/ties/losses matrices -- and the figures of its first seed."""
+    seeds = seed_comparison(Path(run_dirs[0])) if len(run_dirs) == 1 else None
+    if seeds is not None:
+        run_dirs = [seeds.runs]
     runs = load_runs(run_dirs, allow_mixed=allow_mixed)
-    return write_report(runs, out, title=title)
+    return write_report(runs, out, title=title, seeds=seeds)
 
 
-def write_report(runs: Sequence[RunData], out: Path, *, title: str = "") -> Report:
+def write_report(runs: Sequence[RunData], out: Path, *, title: str = "",
+                 seeds: SeedComparison | None = None) -> Report:
     out.parent.mkdir(parents=True, exist_ok=True)
     scen = list(dict.fromkeys(r.scenario for r in runs))
     title = title or f"utilon report: {', '.join(scen)}"
-    sections = [f"<h1>{html.escape(title)}</h1>",
-                f"<p class='note'>{len(runs)} run(s): "
-                + ", ".join(html.escape(f"{r.label} ({r.path})") for r in runs) + "</p>",
-                "<h2>Summary</h2>", summary_table(runs),
-                "<h2>Per class</h2>", class_table(runs)]
+    sections = [f"<h1>{html.escape(title)}</h1>"]
+    if seeds is not None:
+        sections += seeds_section(seeds)
+    sections += [f"<p class='note'>{len(runs)} run(s)"
+                 + (f" of seed {html.escape(seeds.seed)}, the first" if seeds else "") + ": "
+                 + ", ".join(html.escape(f"{r.label} ({r.path})") for r in runs) + "</p>",
+                 "<h2>Summary" + (f" (seed {html.escape(seeds.seed)})" if seeds else "")
+                 + "</h2>", summary_table(runs),
+                 "<h2>Per class</h2>", class_table(runs)]
     pngs = []
     for stem, head, caption, build in figures_for(runs):
         fig = build()
