@@ -975,13 +975,15 @@ def test_cli_run_unknown_backend(tmp_path: Path) -> None:
     assert not (tmp_path / "o").exists()
 
 
-def test_cli_run_without_a_policy(tmp_path: Path) -> None:
+def test_cli_run_without_a_policy_runs_utilons_own(tmp_path: Path) -> None:
     p = pi_scenario(tmp_path / "s.yaml")
-    assert_clean_error(runner.invoke(app, ["run", str(p), "--out", str(tmp_path / "o")]),
-                       "no policy given", str(p), "--policy")
     assert_clean_error(runner.invoke(app, ["run", str(p), "-p", "fiffo", "--out",
                                            str(tmp_path / "o")]), "'fiffo'", "fifo")
     assert not (tmp_path / "o").exists()
+    res = runner.invoke(app, ["run", str(p), "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "d" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["policy"] == "triage"
 
 
 def test_cli_run_bad_capacity_event(tmp_path: Path) -> None:
