@@ -53,16 +53,22 @@ class _Worker:
             raise BackendError(f"a local worker process sent {msg!r} instead of ready")
 
     def stop(self, kill: bool = False) -> None:
-        if kill:
-            self.proc.kill()
-        else:
-            with contextlib.suppress(BrokenPipeError, OSError):
-                self.conn.send(None)
-        self.proc.join(timeout=2.0)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(timeout=2.0)
-        self.conn.close()
+        stop_child(self.proc, self.conn, kill)
+
+
+def stop_child(proc: Any, conn: Any, kill: bool = False) -> None:
+    """End a child process that serves requests over ``conn``: ask it to stop (``None``), or
+    kill it; kill it anyway if it has not ended within 2 s; close the pipe."""
+    if kill:
+        proc.kill()
+    else:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            conn.send(None)
+    proc.join(timeout=2.0)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=2.0)
+    conn.close()
 
 
 class LocalBackend(Backend):

@@ -39,6 +39,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from utilon.live.local import stop_child
+
 log = logging.getLogger(__name__)
 POLL = 0.05
 """seconds between a worker's checks for a cancel (and for the process's answer)"""
@@ -308,16 +310,7 @@ class _Child:
                                        f"{p.nbytes / 1e6:.1f} MB reserved")
 
     def stop(self, kill: bool = False) -> None:
-        if kill:
-            self.proc.kill()
-        else:
-            with contextlib.suppress(BrokenPipeError, OSError):
-                self.conn.send(None)
-        self.proc.join(timeout=2.0)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(timeout=2.0)
-        self.conn.close()
+        stop_child(self.proc, self.conn, kill)
 
 
 def child_main(conn: Connection) -> None:
