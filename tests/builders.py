@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -111,6 +112,17 @@ def single_stage_job(id: str, tasks: Sequence[tuple[float, Resources]], submit: 
     """A job with one stage ``s`` made of explicit (duration, demand) tasks."""
     stage = Stage("s", tuple(Task(d, r) for d, r in tasks), gang=gang)
     return Job(id, float(submit), (stage,), **kw)
+
+
+# ----------------------------------------------------------------------------- waiting
+def wait_for(fn: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+    """Poll ``fn`` every 50 ms until it is true; fail after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if fn():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 # ----------------------------------------------------------------------------- running

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from builders import wait_for
 from utilon.errors import UtilonError
 from utilon.live import LocalBackend
 from utilon.policies import make_policy
@@ -47,13 +48,6 @@ def sleepy(job_id: str, tasks: int = 2, seconds: float = 0.2, deadline: float | 
     return job | extra
 
 
-def wait_for(fn: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if fn():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from builders import check_run_invariants, make_cluster, make_job, run
+from builders import wait_for as shared_wait_for
 from utilon.errors import UtilonError
 from utilon.live import LocalBackend
 from utilon.model.job import Job
@@ -52,12 +53,8 @@ def words(job_id: str, mb: float, **extra: Any) -> dict[str, Any]:
 
 
 def wait_for(fn: Any, timeout: float = 60.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if fn():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """``builders.wait_for`` with this module's longer default (inputs are prepared)."""
+    shared_wait_for(fn, timeout, what)
 
 
 @pytest.fixture(scope="module")

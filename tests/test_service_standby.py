@@ -15,13 +15,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
+from builders import wait_for
 from test_service_store import throwaway_postgres
 from utilon.service.client import Client, ClientError
 from utilon.service.store import _md, events
@@ -39,13 +40,6 @@ def sleepy(job_id: str, tasks: int = 2, seconds: float = 1.0) -> dict[str, Any]:
             "utility": {"kind": "deadline", "deadline": 600}}
 
 
-def wait_for(fn: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if fn():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 # ------------------------------------------------------------------------------ the client
