@@ -655,6 +655,7 @@ def _m(*ids: str) -> frozenset[str]:
         (Decision(grants=(Grant("j", machines=_m("m0", "zz")),)), "unknown machine 'zz'"),
         (Decision(grants=(Grant("j", slots=-1),)), "slots must be a non-negative int"),
         (Decision(grants=(Grant("j", slots=1.5),)), "slots must be a non-negative int"),  # type: ignore
+        (Decision(grants=(Grant("j", slots=True),)), "slots must be a non-negative int"),  # type: ignore
         (Decision(infeasible=(Infeasible("ghost", "late"),)), "names inactive job 'ghost'"),
         (Decision(slot_limit=SlotLimit(0)), "slot limits must be >= 1"),
         (Decision(slot_limit=SlotLimit(1, 0)), "slot limits must be >= 1"),

@@ -87,3 +87,27 @@ def test_parameters_are_checked() -> None:
         make_policy("triage", {"bound": -1})
     with pytest.raises(ParameterError, match="history"):
         make_policy("triage", {"history": 0})
+    with pytest.raises(ParameterError, match="sizing"):
+        make_policy("triage", {"sizing": "cores"})
+
+
+def test_dominant_sizing_plans_in_the_bottleneck_resource() -> None:
+    """One machine of 4 cores and 100 MB/s; tasks need a core and 50 MB/s, so two run at
+    once, not four.  Planned in slots (cores) the job looks twice as fast as it is; with
+    ``sizing: dominant`` a task counts as the half of the machine its I/O takes."""
+    from utilon.model import Resources
+    from utilon.policies.triage import dominant_scale, outlook
+
+    cluster = make_cluster(capacities=[{"cpu": 4, "io": 100}])
+    job = make_job("A", 0, maps=4, reduces=0, dur=10, demand=Resources(cpu=1, io=50))
+    snaps = []
+    run(cluster, [job], "fifo", on_decision=lambda now, snap, d: snaps.append(snap))
+    snap = snaps[0]
+    view = snap.jobs[0]
+    scale = dominant_scale(snap)
+    assert scale == (("io", 0.04),)  # 4 cores per 100 MB/s
+    slots = outlook(view, 0.0, snap.total_slots)
+    dominant = outlook(view, 0.0, snap.total_slots, scale=scale)
+    assert slots is not None and dominant is not None
+    assert (slots.work, slots.path) == (40.0, 10.0)
+    assert (dominant.work, dominant.path) == (80.0, 20.0)

@@ -16,6 +16,7 @@ from utilon.core.snapshot import ClusterSnapshot
 from utilon.errors import InvalidDecision
 
 _NONE = {None}
+_SLOT_TYPES = {int, type(None)}  # exactly: a bool is not a slot count
 # Grant and JobView are NamedTuples: their fields by index (C-level, no descriptor call)
 _job, _slots, _stage, _machines, _gang = (itemgetter(i) for i in (0, 1, 2, 3, 5))
 _id = itemgetter(0)
@@ -81,9 +82,13 @@ def validate_decision(decision: Decision, snap: ClusterSnapshot, policy: str,
         if active is None:
             active = set(map(_id, snap.jobs))
         ids = list(map(_job, grants))
+        # slot counts checked by C-level passes (their types, then the smallest value), not
+        # a Python step per grant: a decision at 1,000 jobs has 1,000 of them
+        slots = list(map(_slots, grants))
+        counts = set(slots)
+        counts.discard(None)
         if len(set(ids)) == len(ids) and all(map(active.__contains__, ids)) and (
-                set(map(_slots, grants)) <= _NONE or all(
-                g.slots is None or (type(g.slots) is int and g.slots >= 0) for g in grants)):
+                set(map(type, slots)) <= _SLOT_TYPES and (not counts or min(counts) >= 0)):
             _check_rest(decision, active, where)
             return
     jobs = {j.id: j for j in snap.jobs}
