@@ -51,13 +51,19 @@ class Output(Generic[PolicyT, ResultT]):
     the summary (a slot run's or a cloud run's)."""
 
     policy: PolicyT
+    """The policy object that ran, configured."""
     result: ResultT
+    """The simulator's result (``SimResult`` for a slot run)."""
     rows: list[dict[str, Any]]
+    """One dictionary per job: the columns of ``jobs.csv``."""
     summary: dict[str, Any]
+    """The content of ``summary.json``."""
 
 
 RunOutput = Output[Policy, SimResult]
+"""What ``run_policy`` returns: a slot-world run."""
 CloudRunOutput = Output[CloudPolicy, CloudResult]
+"""What ``run_cloud_policy`` returns: a cloud service's run."""
 
 
 def scenario_params(spec: ScenarioSpec | CloudScenarioSpec, name: str) -> dict[str, Any]:
@@ -113,8 +119,17 @@ def run_policy(
     progress: Callable[[int, int], None] | None = None,
     wall_limit: float | None = None,
 ) -> RunOutput:
-    """One policy on the workload; ``wall_limit`` stops the run after that many seconds of
-    wall-clock time (its outputs then depend on the machine's speed)."""
+    """Simulate the workload under one policy: the one ``name`` stands for (as
+    ``utilon.policies.policy_class`` looks it up), configured with the scenario's parameters
+    for it, then ``overrides``.
+
+    ``out_dir`` writes the run's files there (``jobs.csv``, ``summary.json``,
+    ``provenance.json`` and the timeline files: ``docs/outputs.md``).  Every decision is
+    checked against the contract; ``validate`` also checks the core's invariants after every
+    step (slow: for tests and for debugging a policy).  ``progress`` is called with (jobs
+    finished, jobs); ``wall_limit`` stops the run after that many seconds of wall-clock time
+    (its outputs then depend on the machine's speed).  The returned ``summary`` is
+    ``summary.json``'s content and ``rows`` are ``jobs.csv``'s, one dictionary per job."""
     policy = policy_for(workload, name, overrides)
     known = priors(workload)  # policies see these estimates; the simulator runs the truth
     with _blamed_on(workload):
@@ -198,8 +213,11 @@ def run_policies(
     the order of ``names``, and with ``out_dir`` each run's files in ``out_dir/<policy>/``,
     byte for byte what ``run_policy`` writes one after another (apart from ``timing``).
 
-    On Ray the runs write into a temporary directory on whichever node ran them and send the
-    files back, so that a remote cluster needs no shared file system."""
+    With more than one job the runs happen in worker processes (or Ray tasks), which find
+    each policy by its name: it must be importable there (built in, a
+    ``package.module:Class`` reference, an installed plugin), not only registered in this
+    process.  On Ray the runs write into a temporary directory on whichever node ran them
+    and send the files back, so that a remote cluster needs no shared file system."""
     ship = ray_address is not None
     items = [(n, dict(overrides or {}), None if out_dir is None else out_dir / n, ship,
               wall_limit) for n in names]

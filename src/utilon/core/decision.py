@@ -20,11 +20,20 @@ from typing import Any, NamedTuple
 
 
 class Grant(NamedTuple):  # a NamedTuple: policies build one per job per decision, cheaply
+    """Permission for one job to run tasks: ``Grant("etl-1")`` lets it use all it can;
+    ``Grant("etl-1", slots=4, stage="map")`` at most four running map tasks."""
+
     job: str
+    """The job's id (``JobView.id``); it must be active in the snapshot."""
     slots: int | None = None
+    """How many of the scope's tasks may run at once; ``None``: as many as can run."""
     stage: str | None = None
+    """Only tasks of this stage (``StageView.name``); ``None``: any stage."""
     machines: frozenset[str] | None = None
+    """Only on these machines (``MachineView.id``); ``None``: any machine."""
     kill_excess: bool = False
+    """Kill (and re-queue) the newest running tasks of the scope above ``slots`` right away,
+    instead of letting them finish."""
     gang: bool = False
     """Start the granted tasks together: up to ``slots`` of them at once, or none."""
 
@@ -68,12 +77,21 @@ class SlotLimit:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """What a policy returns from ``decide``; the core validates it, installs it and
+    dispatches by it until the next decision.  A job without a grant gets no new tasks."""
+
     grants: tuple[Grant, ...] = ()
+    """In priority order: capacity that frees up is offered to the first grant with room."""
     infeasible: tuple[Infeasible, ...] = ()
+    """Goals the policy knows it cannot meet, each with its reason; counted in the run's
+    summary (``infeasible``).  Reporting a job here does not stop it from running: grant it
+    too if it should still get capacity."""
     backfill: bool = False
     """After every grant got what it may, offer leftover capacity to grants in order anyway
     (work conservation, as Hadoop's Fair Scheduler does)."""
     slot_limit: SlotLimit | None = None
+    """Hadoop's static slots per machine, for the policies that model them; ``None``: tasks
+    fit by their declared demand."""
     solver_seconds: float | None = field(default=None, compare=False)
     """Wall time an optimization policy's solver spent on this decision (measured, so not
     part of equality or ``to_dict``); the core reports it apart from the decide time."""

@@ -28,12 +28,19 @@ class Trigger(IntEnum):
     """Why the core may call the policy; each policy declares which ones it wants."""
 
     ARRIVAL = 0
+    """Jobs were submitted."""
     TASK_FINISHED = 1
+    """A task completed."""
     STAGE_FINISHED = 2
+    """A stage's last task completed."""
     JOB_FINISHED = 3
+    """A job's last task completed."""
     TASK_FAILED = 4
+    """A task failed and is queued again."""
     CAPACITY = 5
+    """Machines joined or left, or a machine's capacity or speed changed."""
     TICK = 6
+    """The policy's periodic tick (``Policy.tick``)."""
 
 
 # -- stimuli ---------------------------------------------------------------------------------

@@ -23,18 +23,40 @@ EVENT_TRIGGERS: frozenset[Trigger] = frozenset({
     Trigger.ARRIVAL, Trigger.STAGE_FINISHED, Trigger.JOB_FINISHED, Trigger.TASK_FAILED,
     Trigger.CAPACITY,
 })
+"""The events a policy is called on unless it says otherwise (``Policy.triggers``): arrivals,
+stage and job completions, task failures and capacity changes; not every task completion, and
+no periodic tick."""
 
 
 class Policy(ABC):
+    """A slot-world scheduling policy: ``decide(snapshot) -> Decision``, configured in its
+    constructor.
+
+    A subclass sets ``name`` and ``summary`` and implements ``decide``.  To be found by name
+    (``utilon.runner.run_policy``, ``utilon compare --policies``) it is registered in the
+    process with ``utilon.policies.register``, or named by its import path
+    (``package.module:Class``), or installed as a ``utilon.policies`` entry point.  Its
+    constructor's parameters, with type hints and
+    defaults, are its configuration: a scenario's ``policies.<name>`` section and
+    ``--param`` are validated against them.  Everything that can change a decision must be in
+    the snapshot: no clock reads, no I/O, no randomness the constructor was not handed (a
+    seed).  The hooks below (``bind``, ``unrunnable``, ``job_finished``, ``report``) are
+    optional."""
+
     name: ClassVar[str]
+    """The registered name (``utilon compare --policies NAME``); lower case, hyphens."""
     summary: ClassVar[str]
+    """One line for ``utilon policies``."""
     paper: ClassVar[str] = ""
+    """The paper the policy implements, if any (for ``utilon policies``)."""
     world: ClassVar[str] = "slot"
     """the world it runs in (``utilon.policies.WORLDS``); cloud services are ``"cloud"``."""
     triggers: ClassVar[frozenset[Trigger]] = EVENT_TRIGGERS
     """the events it is called on; the core reads them once, when it is built (a policy
     that chooses them sets them in its ``__init__``)."""
     uses_free_capacity: ClassVar[bool] = False
+    """True for policies that read ``ClusterSnapshot.free``, the declared free capacity per
+    machine (building it costs O(machines x resources) per decision)."""
     uses_placement: ClassVar[bool] = False
     """True for policies that need to know which machine each running task is on
     (``ClusterSnapshot.placement``): RAS's per-TaskTracker job slots."""
@@ -42,6 +64,8 @@ class Policy(ABC):
     """True for policies that over-commit declared resources on purpose (static slots): live
     backends then record over-commitment instead of refusing it."""
     tick: float | None = None
+    """The period in seconds of a periodic control loop, or ``None`` for none.  A policy
+    with a tick also lists ``Trigger.TICK`` in its ``triggers`` to be called on it."""
     order_only: ClassVar[bool] = False
     """True for an *order-only* policy: its decision is every active job, one whole-job grant
     each with no cap, sorted stably (ties stay in arrival order) by ``order_key``, which
@@ -53,7 +77,9 @@ class Policy(ABC):
 
     @abstractmethod
     def decide(self, snapshot: ClusterSnapshot) -> Decision:
-        """Return the decision for this snapshot."""
+        """Return the decision for this snapshot: grants in priority order for the jobs
+        in ``snapshot.jobs``, and what cannot be honoured as ``Infeasible`` items.  Called at
+        each event in ``triggers``; the decision stays installed until the next call."""
 
     def bind(self, cluster: Cluster) -> None:  # noqa: B027 - optional hook, no-op by default
         """Called once by the scheduler core before the first decision, with the cluster

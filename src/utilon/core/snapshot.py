@@ -26,15 +26,26 @@ from utilon.model.utility import TimeUtility
 
 
 class MachineView(NamedTuple):
+    """One machine as the policy sees it."""
+
     id: str
+    """The machine's id (what ``Grant.machines`` names)."""
     index: int  # type: ignore[assignment]  # shadows tuple.index; the name reads best
+    """Its position in ``ClusterSnapshot.machines`` (and in the rows of ``free``)."""
     capacity: Resources  # declared capacity now (base x scale)
+    """Declared capacity now: the machine's own, times any scaling of the capacity
+    timeline."""
     attributes: tuple[tuple[str, AttrValue], ...]
+    """The scenario's ``attributes`` (rack, kind, ...), as sorted ``(name, value)`` pairs."""
     up: bool
+    """False while the machine is absent (not yet joined, or left)."""
     speed: float
+    """How fast its tasks run, relative to their declared durations (1.0: as declared)."""
     price: float
+    """Cost per hour of the whole machine."""
 
     def attr(self, name: str, default: AttrValue | None = None) -> AttrValue | None:
+        """The value of attribute ``name``, or ``default``."""
         for k, v in self.attributes:
             if k == name:
                 return v
@@ -42,19 +53,36 @@ class MachineView(NamedTuple):
 
 
 class StageView(NamedTuple):
+    """One stage of an active job: its tasks by state, and what one task is expected to
+    take and need."""
+
     name: str
+    """The stage's name (what ``Grant.stage`` names)."""
     index: int  # type: ignore[assignment]  # shadows tuple.index; the name reads best
+    """Its position in ``JobView.stages``."""
     kind: str
+    """``map``, ``reduce`` or ``task``."""
     total: int
+    """Tasks in the stage."""
     waiting: int
+    """Tasks waiting for the stages this one runs after."""
     ready: int
+    """Tasks that could start now."""
     running: int
+    """Tasks running now."""
     done: int
+    """Tasks finished."""
     expected_duration: float
+    """Expected seconds per task: what the job declares, or an online estimate (see
+    ``ClusterSnapshot.online_estimates``)."""
     demand: Resources  # declared demand of the stage's next ready task (or first task)
+    """Declared demand of the stage's next ready task (or of its first task)."""
     slot_size: float  # that demand in the cluster's slot resource (at least a tiny epsilon)
+    """That demand in the cluster's slot resource (``ClusterSnapshot.slot_resource``)."""
     gang: bool
+    """True when the stage's tasks must start together."""
     request: object = None  # alsched's placement utility for the stage (model.job.Stage)
+    """alsched's placement utility for the stage, if the scenario gives one."""
     started_sum: float = 0.0
     """Sum of the running tasks' start times: they have run ``running * now - started_sum``
     seconds in all (a sum, so that a cached view stays valid as time passes)."""
@@ -65,27 +93,42 @@ class StageView(NamedTuple):
 
     @property
     def remaining(self) -> int:
+        """Tasks not finished yet."""
         return self.total - self.done
 
 
 class JobView(NamedTuple):
+    """One active (submitted, unfinished) job as the policy sees it."""
+
     id: str
+    """The job's id (what ``Grant.job`` names)."""
     tenant: str
+    """Who submitted it."""
     submit: float
+    """Its submission time, in seconds on the scenario's clock."""
     weight: float
+    """Its weight (fair shares, weighted metrics); 1.0 unless the scenario says otherwise."""
     priority: int
+    """Its priority: higher first, for the policies that use one (FIFO)."""
     job_class: str
+    """Its class from the scenario (``critical``, ``sensitive``, ``insensitive``, ...)."""
     utility: TimeUtility
+    """What finishing at a given time is worth; ``utility.goal`` is its goal."""
     state: JobState
+    """``QUEUED`` until its first task starts, then ``RUNNING``."""
     started: float | None
+    """When its first task started, or ``None``."""
     stages: tuple[StageView, ...]
+    """Its stages, in the order they were declared."""
 
     @property
     def ready(self) -> int:
+        """Tasks that could start now, over all stages."""
         return sum(s.ready for s in self.stages)
 
     @property
     def running(self) -> int:
+        """Tasks running now, over all stages."""
         return sum(s.running for s in self.stages)
 
     @property
@@ -95,6 +138,7 @@ class JobView(NamedTuple):
 
     @property
     def remaining(self) -> int:
+        """Tasks not finished yet, over all stages."""
         return sum(s.total - s.done for s in self.stages)
 
     @property
@@ -104,6 +148,8 @@ class JobView(NamedTuple):
 
     @property
     def goal(self) -> float:
+        """The completion time the job aims at (its deadline, soft bound, ...); ``inf`` when
+        its utility has none."""
         g = self.utility.goal
         return math.inf if g is None else g
 
@@ -121,12 +167,21 @@ class JobView(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
+    """Everything a policy may base a decision on, frozen at one instant."""
+
     now: float
+    """The time of the decision, in seconds on the scenario's clock."""
     triggers: frozenset[Trigger]
+    """The events that caused this call (several may coincide)."""
     machines: tuple[MachineView, ...]
+    """Every machine of the cluster, up or not."""
     jobs: tuple[JobView, ...]  # active jobs, in arrival order
+    """The active jobs (submitted, not finished), in arrival order."""
     resource_names: tuple[str, ...]
+    """The cluster's resources (``cpu``, ``mem``, ``slots``, ...), in vector order."""
     slot_resource: str
+    """The resource that counts as a slot (``slots`` if the cluster has it, else ``cpu``
+    or the first resource)."""
     free: np.ndarray | None = None
     """Declared free capacity, machines x resources; filled only for policies that set
     ``uses_free_capacity`` (building it costs O(machines x resources) per decision)."""
@@ -140,6 +195,7 @@ class ClusterSnapshot:
 
     @property
     def up_machines(self) -> tuple[MachineView, ...]:
+        """The machines that are up."""
         return tuple(m for m in self.machines if m.up)
 
     @property
@@ -170,6 +226,7 @@ class ClusterSnapshot:
         return caps
 
     def job(self, job_id: str) -> JobView:
+        """The active job ``job_id``; ``KeyError`` if it is not active."""
         for j in self.jobs:
             if j.id == job_id:
                 return j

@@ -30,14 +30,22 @@ class TaskContext:
     """Everything a task function may rely on."""
 
     job: str
+    """The job's id."""
     stage: str
-    index: int  # task index within its stage, 0-based
-    tasks: int  # number of tasks in the stage
-    attempt: int  # 1 for the first attempt of this task, 2 after one re-run, ...
-    job_dir: Path  # per-job directory: input/, shuffle/, output/ live under it
+    """The stage's name."""
+    index: int
+    """The task's index within its stage, 0-based."""
+    tasks: int
+    """The number of tasks in the stage."""
+    attempt: int
+    """1 for the task's first attempt, 2 after one re-run, ..."""
+    job_dir: Path
+    """The job's directory: ``input/``, ``shuffle/`` and ``output/`` live under it."""
     args: Mapping[str, Any] = field(default_factory=dict)
+    """The stage's arguments (``StagePlan.args``)."""
 
     def path(self, *parts: str) -> Path:
+        """A path under the job's directory."""
         return self.job_dir.joinpath(*parts)
 
 
@@ -51,25 +59,47 @@ class Verification:
 
 @dataclass(frozen=True)
 class StagePlan:
+    """One stage of a real job: what the scheduler sees of it, and what its tasks call."""
+
     name: str
-    kind: str  # map | reduce | task
+    """The stage's name, unique within the job."""
+    kind: str
+    """``map``, ``reduce`` or ``task``."""
     tasks: int
-    call: str  # "package.module:function"
-    estimate: float  # prior expected seconds per task (policies start from it)
+    """How many tasks the stage has."""
+    call: str
+    """The task function, ``"package.module:function"``; it receives a ``TaskContext``."""
+    estimate: float
+    """Prior expected seconds per task (policies start from it)."""
     args: Mapping[str, Any] = field(default_factory=dict)
-    after: tuple[str, ...] | None = None  # None: reduce waits for every map, others for none
-    demand: Mapping[str, float] | None = None  # None: the scenario's / default demand
+    """JSON-able arguments, passed to every task as ``TaskContext.args``."""
+    after: tuple[str, ...] | None = None
+    """The stages this one waits for; ``None``: a reduce waits for every map, other kinds
+    for none."""
+    demand: Mapping[str, float] | None = None
+    """Declared demand of every task; ``None``: the scenario's default demand."""
     gang: bool = False
-    colocate_speedup: float = 1.0  # alsched's NBODY f: faster when all tasks share a machine
+    """Start all the stage's tasks together."""
+    colocate_speedup: float = 1.0
+    """alsched's NBODY factor: how much faster the stage runs when all its tasks share a
+    machine."""
 
 
 @dataclass(frozen=True)
 class JobPlan:
+    """What a job kind makes of a job's parameters: its stages, and how to prepare its input
+    and verify its output."""
+
     kind: str
+    """The job kind's name."""
     stages: tuple[StagePlan, ...]
-    prepare: Callable[[Path], None] | None = None  # writes the job's input into job_dir
-    verify: Callable[[Path], Verification] | None = None  # checks output in job_dir
-    notes: tuple[str, ...] = ()  # how priors were derived, what data is generated
+    """The stages, in order."""
+    prepare: Callable[[Path], None] | None = None
+    """Writes the job's input into its job directory, before the run's clock starts."""
+    verify: Callable[[Path], Verification] | None = None
+    """Checks the output in the job directory after the job finished."""
+    notes: tuple[str, ...] = ()
+    """How the priors were derived, and what data is generated."""
 
 
 def resolve_call(path: str) -> TaskFunction:

@@ -20,10 +20,16 @@ class TaskState(IntEnum):
 
 
 class JobState(IntEnum):
-    QUEUED = 0  # submitted, nothing launched yet
+    """Where a job is in its life (``JOB_MOVES`` lists the legal moves)."""
+
+    QUEUED = 0
+    """Submitted, nothing launched yet."""
     RUNNING = 1
+    """At least one task has been launched."""
     DONE = 2
-    CANCELLED = 3  # withdrawn by its owner before it finished (a service's cancel)
+    """Every task has finished."""
+    CANCELLED = 3
+    """Withdrawn by its owner before it finished (a service's cancel)."""
 
 
 class MachineState(IntEnum):

@@ -100,6 +100,8 @@ def pydantic_error(exc: ValidationError, data: Any, source: str,
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
+    """Validate a slot-world scenario already read into Python data (a mapping);
+    ``source`` names it in errors."""
     if not isinstance(data, dict):
         raise ScenarioError("a scenario must be a mapping with cluster: (or cloud:) and "
                             "workload:", where=source, fix="see examples/")
@@ -115,6 +117,7 @@ def parse_scenario(data: Any, source: str = "<scenario>") -> ScenarioSpec:
 
 
 def read_scenario(path: str | Path) -> ScenarioSpec:
+    """Read and validate a slot-world scenario file, without building it."""
     p = Path(path)
     return parse_scenario(read_data(p), str(p))
 
@@ -264,7 +267,11 @@ def with_capacity_file(spec: ScenarioSpec, path: str | Path) -> ScenarioSpec:
 
 def load_workload(path: str | Path, *, seed: int | None = None,
                   capacity: str | Path | None = None) -> Workload:
-    """Read, validate and build a scenario file (with an optional capacity timeline file)."""
+    """Read, validate and build a slot-world scenario file (YAML or JSON; the format is
+    ``docs/scenario.md``).  ``seed`` replaces the scenario's own (a generated workload is
+    drawn again); ``capacity`` replaces the cluster's capacity timeline, or the whole
+    cluster, with a file's (``with_capacity_file``).  A file that is not a valid scenario
+    raises ``ScenarioError``, whose one line names the file and the field."""
     spec = read_scenario(path)
     if capacity is not None:
         spec = _with_checked_capacity(spec, Path(path), capacity)
@@ -381,6 +388,7 @@ def with_estimates(spec: ScenarioSpec, estimates: str) -> ScenarioSpec:
 
 
 def scenario_json_schema() -> dict[str, Any]:
+    """The JSON Schema of slot-world scenario files (``docs/scenario.schema.json``)."""
     schema = ScenarioSpec.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "utilon scenario"
