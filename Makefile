@@ -4,9 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
+DSTAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test browser test-long bench bench-ray live lint clean trace-examples replay-day \
-        league league-tuning league-held-out
+.PHONY: demo test browser test-long bench bench-ray live lint docs clean trace-examples \
+        replay-day league league-tuning league-held-out
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +22,15 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(TSTAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
-	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
+# The example plugin (examples/plugin, docs/plugins.md) is part of the test environment:
+# tests/test_plugins.py drives it from the command line.
+$(TSTAMP): $(BIN)/python pyproject.toml setup.py $(HOT) examples/plugin/pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test,ray,docs]'
+	$(BIN)/python -m pip install --quiet --no-build-isolation -e examples/plugin
+	touch $@ $(STAMP) $(DSTAMP)
+
+$(DSTAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
@@ -57,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_failover.py
 	$(BIN)/python benchmarks/bench_triage.py --day --json benchmarks/results-triage.json
 	$(BIN)/python benchmarks/bench_dashboard.py
+	$(BIN)/python benchmarks/bench_startup.py --bytecode both --json benchmarks/results-startup.json
 
 # Rebuild examples/traces/*.yaml from the real traces in ../shared/data.
 trace-examples: $(STAMP)
@@ -93,5 +102,11 @@ lint: $(TSTAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
+# The documentation site in site/: docs/*.md and the API reference from the docstrings
+# (mkdocs.yml).  --strict: a broken link or anchor, a page left out of the nav or a docstring
+# griffe cannot parse is an error (tests/test_docs_site.py builds it too).
+docs: $(DSTAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .mypy_cache .ruff_cache

@@ -8,10 +8,7 @@ core's own counters).
 
 from __future__ import annotations
 
-import itertools
-import math
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -165,147 +162,9 @@ def running_at(result: SimResult, t: float, job: str | None = None) -> int:
 
 
 # ----------------------------------------------------------------------------- invariants
-def up_intervals(cluster: Cluster, end: float) -> dict[str, list[tuple[float, float]]]:
-    """For each machine, the closed intervals during which it is up (JOIN/LEAVE timeline)."""
-    state = {m.id: m.id not in cluster.initially_down for m in cluster.machines}
-    since = {m.id: 0.0 for m in cluster.machines}
-    out: dict[str, list[tuple[float, float]]] = {m.id: [] for m in cluster.machines}
-    for ch in cluster.timeline:
-        if ch.action is CapacityAction.JOIN:
-            assert not state[ch.machine], f"JOIN of up machine {ch.machine} at {ch.time}"
-            state[ch.machine] = True
-            since[ch.machine] = ch.time
-        elif ch.action is CapacityAction.LEAVE:
-            assert state[ch.machine], f"LEAVE of down machine {ch.machine} at {ch.time}"
-            state[ch.machine] = False
-            out[ch.machine].append((since[ch.machine], ch.time))
-    for mid, up in state.items():
-        if up:
-            out[mid].append((since[mid], max(end, since[mid]) + 1e9))
-    return out
-
-
-def _slot_limit_of(result: SimResult) -> tuple[int, int | None] | None:
-    pol = result.core.policy
-    if pol.name == "fair-slots":
-        return (pol.k, pol.reduce_k)  # type: ignore[attr-defined]
-    return None
-
-
-def check_run_invariants(result: SimResult, cluster: Cluster, jobs: Sequence[Job]) -> None:
-    """Re-derive the scheduling contract from ``result.core.attempts``."""
-    core = result.core
-    attempts = core.attempts
-    by_id = {j.id: j for j in jobs}
-    assert set(core.jobs) <= set(by_id)
-
-    # -- attempts are well formed --------------------------------------------------------
-    for a in attempts:
-        assert a.outcome in {"done", "killed", "lost", "failed"}, a
-        assert a.start <= a.end + EPS, a
-        assert a.task.job in by_id, a
-        job = by_id[a.task.job]
-        assert 0 <= a.task.stage < len(job.stages), a
-        assert 0 <= a.task.index < len(job.stages[a.task.stage].tasks), a
-        assert a.start >= job.submit - EPS, f"{a} starts before its job is submitted"
-
-    per_task: dict[tuple[str, int, int], list[Attempt]] = defaultdict(list)
-    for a in attempts:
-        per_task[tuple(a.task)].append(a)
-
-    # -- finished jobs: every task done exactly once, the rest re-run -------------------
-    done_end: dict[tuple[str, int, int], float] = {}
-    for jid, rt in core.jobs.items():
-        job = by_id[jid]
-        if rt.finish is None:
-            continue
-        last = -math.inf
-        for si, st in enumerate(job.stages):
-            for ti in range(len(st.tasks)):
-                tries = per_task.get((jid, si, ti), [])
-                done = [a for a in tries if a.outcome == "done"]
-                assert len(done) == 1, f"{jid}/{st.name}/{ti}: {len(done)} done attempts"
-                d = done[0]
-                done_end[(jid, si, ti)] = d.end
-                last = max(last, d.end)
-                for other in tries:
-                    if other is not d:
-                        assert other.end <= d.start + EPS, (
-                            f"{jid}/{st.name}/{ti}: attempt {other} overlaps the done one {d}")
-        assert abs(rt.finish - last) <= EPS, f"{jid}: finish {rt.finish} != last task end {last}"
-        first = min(a.start for a in attempts if a.task.job == jid)
-        assert rt.start is not None and abs(rt.start - first) <= EPS, (
-            f"{jid}: start {rt.start} != first attempt {first}")
-        # utility of a finished job lies within its bounds
-        lo, hi = job.utility.bounds
-        u = job.utility.value(rt.finish)
-        assert lo - 1e-9 <= u <= hi + 1e-9, f"{jid}: utility {u} outside bounds {(lo, hi)}"
-    # a task never has two attempts at once
-    for key, tries in per_task.items():
-        tries = sorted(tries, key=lambda a: (a.start, a.end))
-        for a, b in itertools.pairwise(tries):
-            assert a.end <= b.start + EPS, f"{key}: overlapping attempts {a} and {b}"
-
-    # -- stage order ---------------------------------------------------------------------
-    for a in attempts:
-        job = by_id[a.task.job]
-        stage = job.stages[a.task.stage]
-        for dep in stage.after:
-            di = job.stage_index(dep)
-            for ti in range(len(job.stages[di].tasks)):
-                dones = [x for x in per_task.get((job.id, di, ti), []) if x.outcome == "done"]
-                assert dones, f"{a} started but {job.id}/{dep}/{ti} never finished"
-                assert dones[0].end <= a.start + EPS, (
-                    f"{a} started at {a.start} before {job.id}/{dep}/{ti} ended at "
-                    f"{dones[0].end}")
-
-    # -- machines: up while used, capacity (or slot count) never exceeded -----------------
-    end = max([result.end_time, *(a.end for a in attempts)])
-    ups = up_intervals(cluster, end)
-    for a in attempts:
-        assert any(s - EPS <= a.start and a.end <= e + EPS for s, e in ups[a.machine]), (
-            f"{a} runs while machine {a.machine} is down (up intervals {ups[a.machine]})")
-        if a.outcome == "lost":
-            assert any(ch.time == a.end and ch.machine == a.machine
-                       and ch.action is CapacityAction.LEAVE for ch in cluster.timeline), (
-                f"{a} lost without its machine leaving")
-
-    slot_limit = _slot_limit_of(result)
-    scaled = any(ch.action is CapacityAction.SCALE for ch in cluster.timeline)
-    names = cluster.resource_names
-    by_machine: dict[str, list[Attempt]] = defaultdict(list)
-    for a in attempts:
-        by_machine[a.machine].append(a)
-    for mid, atts in by_machine.items():
-        machine = cluster.machine(mid)
-        cap = machine.capacity.vector(names)
-        events = []
-        for a in atts:
-            task = by_id[a.task.job].stages[a.task.stage].tasks[a.task.index]
-            is_reduce = by_id[a.task.job].stages[a.task.stage].kind == "reduce"
-            v = task.demand.vector(names)
-            events.append((a.start, 1, v, is_reduce))
-            events.append((a.end, -1, v, is_reduce))
-        events.sort(key=lambda e: (e[0], e[1]))  # ends before starts at equal times
-        used = [0.0] * len(names)
-        ntasks = nreduce = 0
-        for t, sign, v, is_reduce in events:
-            used = [u + sign * x for u, x in zip(used, v, strict=True)]
-            ntasks += sign
-            nreduce += sign if is_reduce else 0
-            if sign < 0:
-                continue
-            if slot_limit is not None:
-                k, rk = slot_limit
-                if rk is None:
-                    assert ntasks <= k, f"{mid} runs {ntasks} > k={k} tasks at t={t}"
-                else:
-                    assert ntasks - nreduce <= k and nreduce <= rk, (
-                        f"{mid} runs {ntasks - nreduce} maps / {nreduce} reduces at t={t}")
-            elif not scaled:
-                for name, u, c in zip(names, used, cap, strict=True):
-                    assert u <= c + EPS, (
-                        f"{mid}: declared {name} {u} exceeds capacity {c} at t={t}")
+# one definition, shared with `utilon check-policy` (utilon.checks)
+from utilon.checks import check_run_invariants as check_run_invariants  # noqa: E402
+from utilon.checks import up_intervals as up_intervals  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- test policies

@@ -545,25 +545,6 @@ def test_an_impossible_deadline_is_refused_unless_accepted(tmp_path: Path,
     assert "goal no schedule can meet" in res.stderr
 
 
-def test_the_cli_imports_only_what_help_and_validate_need() -> None:
-    """Issue 47: `utilon --help` and `validate` must start fast, so importing the command line
-    loads no solver, plot, HTTP or cluster library, no simulator and no policy module: each is
-    imported by the command that uses it."""
-    import subprocess
-    import sys
-
-    code = ("import sys, utilon.cli.app; print('\\n'.join(sorted(m for m in sys.modules)))")
-    loaded = set(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                text=True).stdout.split())
-    heavy = {"scipy", "highspy", "matplotlib", "httpx", "ray", "statsmodels", "pandas",
-             "fastapi", "sqlalchemy", "utilon.runner", "utilon.sim", "utilon.live",
-             "utilon.plan", "utilon.report", "utilon.service.engine", "utilon.metrics"}
-    assert not {m for m in loaded if m.split(".")[0] in heavy or m in heavy
-                or any(m.startswith(h + ".") for h in heavy if "." in h)}
-    assert not {m for m in loaded if m.startswith("utilon.policies.")} - {
-        "utilon.policies.base"}
-
-
 def test_run_backends_match_the_runner() -> None:
     from utilon.cli.app import BACKENDS
     from utilon.runner import BACKENDS as RUNNER_BACKENDS

@@ -13,7 +13,6 @@ them (a compiled module may only subclass compiled classes: it is all or nothing
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -23,6 +22,10 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
+
+# Every process imports this module first (``utilon/__init__``), so it imports nothing that
+# ``utilon --help`` does not load anyway: not ``importlib.abc``, which alone pulls in
+# ``importlib.resources`` and tempfile (tests/test_startup.py).
 
 HOT_MODULES = (
     "utilon.core.vec_native",
@@ -58,14 +61,18 @@ def stale(names: Sequence[str] = HOT_MODULES) -> list[str]:
     return out
 
 
-class _SourceFinder(importlib.abc.MetaPathFinder):
-    """Finds the hot modules' ``.py`` sources, ahead of their compiled builds."""
+class _SourceFinder:
+    """Finds the hot modules' ``.py`` sources, ahead of their compiled builds (a meta path
+    finder: ``find_spec`` is what ``sys.meta_path`` asks of one)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
         if fullname not in HOT_MODULES:
             return None
         return importlib.util.spec_from_file_location(fullname, _source(fullname))
+
+    def invalidate_caches(self) -> None:
+        pass
 
 
 def use_sources() -> str:

@@ -6,7 +6,6 @@ on stderr and exit status 2; ``--debug`` shows the traceback instead, for bug re
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import sys
@@ -15,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from utilon.cli.common import (
     EstimatesOpt,
@@ -32,6 +29,7 @@ from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
 from utilon.cli.league import league_command
 from utilon.cli.plan import plan_command
+from utilon.cli.plugins import check_policy_command, job_kinds_command
 
 try:  # typer >= 0.2x carries its own copy of click; older ones use click itself
     from typer._click.exceptions import ClickException, UsageError
@@ -42,17 +40,20 @@ from utilon.cli.service import register as register_service
 from utilon.cli.solve import solve_app
 from utilon.cli.trace import trace_app
 from utilon.errors import UtilonError
-from utilon.parallel import check_jobs
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+    from rich.table import Table
+
     from utilon.cloud.scenario import CloudWorkload
     from utilon.live import LiveProgress
     from utilon.runner import LiveOutput
     from utilon.scenario.build import Workload
 
-# The simulator, the live backends and the policies are imported by the commands that use
-# them, not here: `utilon --help` and `validate` must start fast (tests/test_cli.py holds the
-# import of this module to what it needs).
+# The simulator, the live backends, the policies, the process pool (utilon.parallel) and
+# rich's tables and progress bars are imported by the commands that use them, not here:
+# `utilon --help` and `validate` must start fast (tests/test_startup.py holds the import of
+# this module to what it needs; benchmarks/bench_startup.py times them).
 #: where `utilon run` executes tasks (utilon.runner.BACKENDS; a test holds the two equal)
 BACKENDS = ("local", "ray")
 
@@ -68,6 +69,8 @@ app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(solve_app, name="solve")
 app.command("plan")(plan_command)
 app.command("league")(league_command)
+app.command("check-policy")(check_policy_command)
+app.command("job-kinds")(job_kinds_command)
 register_service(app)
 
 
@@ -222,6 +225,8 @@ def compare(
     from utilon.scenario.build import Workload
 
     with _errors():
+        from utilon.parallel import check_jobs
+
         check_jobs(jobs)
         _check_max_wall(max_wall)
         if len(scenarios) > 1 or seeds > 1:
@@ -373,6 +378,8 @@ def _write_seed_files(target: Path, doc: dict[str, Any], ci: list[dict[str, Any]
                                                   encoding="utf-8")
     for name, rows in (("comparison-seeds.csv", ci), ("comparison-wtl.csv", wtl)):
         with (target / name).open("w", newline="", encoding="utf-8") as f:
+            import csv
+
             w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
@@ -385,6 +392,8 @@ _SEED_COLUMNS = (("U min", "utility_min", 3), ("U sum", "utility_sum", 2),
 
 
 def _seeds_table(doc: dict[str, Any], scenario: str, title: str) -> Table:
+    from rich.table import Table
+
     from utilon.metrics.stats import pm
 
     t = Table(title=title, title_justify="left")
@@ -400,6 +409,8 @@ def _seeds_table(doc: dict[str, Any], scenario: str, title: str) -> Table:
 
 def _wtl_table(doc: dict[str, Any], metric: str) -> Table:
     """Rows against columns: the row policy's wins/ties/losses against the column's."""
+    from rich.table import Table
+
     policies = doc["policies"]
     better = doc["metrics"][metric]
     t = Table(title=f"{metric} ({better} is better): wins/ties/losses of the row against the "
@@ -454,6 +465,8 @@ def _write_comparison(target: Path, results: list[dict[str, Any]],
                       cols: Sequence[str] = _SLOT_COLUMNS) -> None:
     target.mkdir(parents=True, exist_ok=True)
     with (target / "comparison.csv").open("w", newline="", encoding="utf-8") as f:
+        import csv
+
         w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
         for r in results:
@@ -463,12 +476,22 @@ def _write_comparison(target: Path, results: list[dict[str, Any]],
 
 
 def _progress() -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     return Progress(TextColumn("{task.description:>12}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("jobs"), TimeElapsedColumn(), console=err, transient=True,
                     disable=not err.is_terminal)
 
 
 def _table(results: Sequence[dict[str, Any]], title: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for col, just in (("policy", "left"), ("U min", "right"), ("U sum", "right"),
                       ("U mean", "right"), ("misses", "right"), ("unfinished", "right"),
@@ -663,19 +686,22 @@ def report_cmd(
 # ---------------------------------------------------------------------------------- policies
 @app.command("policies")
 def list_policies() -> None:
-    """List the registered policies of both worlds with a one-line description and their
-    parameters: the slot world's (scenarios with cluster:) and Cura's cloud services
+    """List the registered policies of both worlds with a one-line description, their
+    parameters and where they come from (utilon, or an installed plugin's package:
+    docs/plugins.md): the slot world's (scenarios with cluster:) and Cura's cloud services
     (scenarios with cloud:)."""
-    from utilon.policies import policy_names, policy_parameters
+    from rich.table import Table
+
+    from utilon.policies import origin, plugin_policies, policy_names, policy_parameters
 
     for world, title in (("slot", "policies (slot world: scenarios with cluster:)"),
                          ("cloud", "cloud services (Cura's world: scenarios with cloud:)")):
         t = Table(title=title)
-        for col in ("name", "description", "parameters"):
+        for col in ("name", "description", "parameters", "from"):
             t.add_column(col)
-        for n in policy_names(world):
+        for n in [*policy_names(world), *plugin_policies(world)]:
             params = ", ".join(f"{k}={d!r}" for k, (_, d) in policy_parameters(n).items())
-            t.add_row(n, world_class(n).summary, params or "-")
+            t.add_row(n, getattr(world_class(n), "summary", ""), params or "-", origin(n))
         out.print(t)
 
 
@@ -750,13 +776,127 @@ def world_class(name: str) -> Any:
     return cloud_policy_class(name) if world_of(name) == "cloud" else policy_class(name)
 
 
+#: The root options that take no value (``_main``): they may come before a command's name.
+_ROOT_FLAGS = frozenset({"--debug", "--verbose", "-v"})
+
+
+def _help_only(info: Any) -> Any:
+    """A copy of a command (``CommandInfo``) that lists as the command does in its group's
+    help -- name, one-line help, panel -- with no parameters to build."""
+    import copy
+    import inspect
+
+    from typer.main import get_command_name
+
+    def listed() -> None:  # pragma: no cover - never run: the root help exits first
+        raise AssertionError("a help-only command ran")
+
+    stub = copy.copy(info)
+    stub.name = info.name or get_command_name(info.callback.__name__)
+    stub.help = info.help if info.help is not None else inspect.getdoc(info.callback)
+    stub.callback = listed
+    return stub
+
+
+def routed(argv: Sequence[str]) -> typer.Typer:
+    """The part of ``app`` that ``argv`` runs: the same commands, built lazily.
+
+    typer builds every command's click command -- evaluating each one's annotations -- before
+    it parses a word, and utilon has about thirty: ``utilon validate`` needs one of them and
+    ``utilon --help`` only their names and one-line help.  So a command named first (after
+    ``--debug``/``--verbose``) gets an app with only that command (or group); the root help
+    an app whose commands list alike but have no parameters; anything else (an unknown
+    command, ``--help`` before a command's name, ...) the whole ``app``, so that click's own
+    messages and suggestions stay as they are.  tests/test_startup.py holds the output of
+    each route equal to the whole app's; issue 47 (startup under 0.5 s)."""
+    import copy
+
+    from typer.main import get_command_name
+
+    words = list(argv)
+    if not words or ("--help" in words and _ROOT_FLAGS.issuperset(set(words) - {"--help"})):
+        part = copy.copy(app)  # the root help
+        part.registered_commands = [_help_only(c) for c in app.registered_commands]
+        part.registered_groups = []
+        for g in app.registered_groups:  # a group lists by its own help, not its commands'
+            sub = copy.copy(g.typer_instance)
+            if sub is None:
+                return app
+            sub.registered_commands, sub.registered_groups = [], []
+            group = copy.copy(g)
+            group.typer_instance = sub
+            part.registered_groups.append(group)
+        return part
+    name = next((a for a in words if a not in _ROOT_FLAGS), None)
+    commands = [c for c in app.registered_commands
+                if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if len(commands) + len(groups) != 1:
+        return app
+    part = copy.copy(app)
+    part.registered_commands = commands
+    part.registered_groups = groups
+    return part
+
+
+class _Deferred(type):
+    """A stand-in for a class of another module: calling it, or asking it for an attribute,
+    imports the module and hands over to the real class."""
+
+    _module: str
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._real()(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(cls._real(), name)
+
+    def _real(cls) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(cls._module), cls.__name__)
+
+
+def _import_help_renderer() -> None:
+    """Import typer's help renderer (``typer.rich_utils``) without rich's Markdown and
+    Traceback.  It imports both at its top -- markdown-it-py and pygments, two thirds of its
+    import time and a fifth of ``utilon --help``'s -- for help written in Markdown
+    (``rich_markup_mode="markdown"``) and for pretty tracebacks (``pretty_exceptions_enable``),
+    and utilon uses neither.  While it is imported, ``rich.markdown`` and ``rich.traceback``
+    are stand-in modules whose classes import the real ones when first used; they are gone
+    from ``sys.modules`` right after, so any other import gets the real modules.
+    tests/test_startup.py holds the help equal to the one drawn with the real modules."""
+    import types
+
+    if "typer.rich_utils" in sys.modules:
+        return
+    stand_ins = {}
+    for module, name in (("rich.markdown", "Markdown"), ("rich.traceback", "Traceback")):
+        if module not in sys.modules:
+            stand_in = types.ModuleType(module)
+            setattr(stand_in, name, _Deferred(name, (), {"_module": module}))
+            stand_ins[module] = stand_in
+    sys.modules.update(stand_ins)
+    try:
+        import typer.rich_utils  # noqa: F401
+    finally:
+        for module, stand_in in stand_ins.items():
+            if sys.modules.get(module) is stand_in:
+                del sys.modules[module]
+
+
 def main(argv: list[str] | None = None) -> None:
     """The ``utilon`` command.  A command-line mistake (a missing argument, an unknown
     option or command, a bad value) is one ``error:`` line naming the command and the fix,
     exit status 2, like every other refusal -- not click's boxed usage block."""
+    words = sys.argv[1:] if argv is None else argv
+    if "--help" in words or sum(not w.startswith("-") for w in words) < 2:
+        _import_help_renderer()  # help is (likely) drawn: `utilon`, `utilon trace`, --help
     try:
-        code = app(args=argv, prog_name="utilon" if argv is not None else None,
-                   standalone_mode=False)
+        code = routed(words)(args=argv, prog_name="utilon" if argv is not None else None,
+                             standalone_mode=False)
     except UsageError as e:
         cmd = e.ctx.command_path if e.ctx is not None else "utilon"
         err.print(f"[bold red]error:[/] {cmd}: {e.format_message()} (fix: see "

@@ -6,12 +6,14 @@ command when it runs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, err, errors, out
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def league_command(
@@ -95,6 +97,8 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def league_table(doc: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     from utilon.league.run import table_rows, target_heads
 
     t = Table(title=f"league, {doc['set']} set: candidate {doc['candidate']} "

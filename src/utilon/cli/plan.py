@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import (
     EstimatesOpt,
@@ -23,9 +21,10 @@ from utilon.cli.common import (
 )
 from utilon.cli.common import errors as _errors
 from utilon.errors import UtilonError
-from utilon.parallel import check_jobs
 
-if TYPE_CHECKING:  # the planner (and the simulator) load when a plan runs
+if TYPE_CHECKING:  # the planner, the simulator and the process pool load when a plan runs
+    from rich.table import Table
+
     from utilon.plan import PlanResult, Point
 
 
@@ -58,6 +57,7 @@ def plan_command(
     under POLICY: a search over simulations of the scenario's jobs, several at once.  On a
     cloud scenario: the fewest servers under one of Cura's services."""
     from utilon.cloud.scenario import CloudWorkload
+    from utilon.parallel import check_jobs
     from utilon.plan import parse_target, plan
     from utilon.policies import cloud_policy_class, policy_class
     from utilon.scenario import load_scenario
@@ -107,6 +107,8 @@ def plan_command(
             out.print(f"the target does not hold on up to {res.limit} {unit} ({has}) on "
                       f"seed(s) {', '.join(map(str, fails))}; {used}")
         else:
+            import statistics
+
             spread = ("" if seeds == 1 else f"; per seed {min(a for a in answers if a)}–"
                       f"{max(a for a in answers if a)}, median "
                       f"{statistics.median(a for a in answers if a):g}")
@@ -121,6 +123,8 @@ def _value(p: Point) -> str:
 
 
 def _table(res: PlanResult, title: str, unit: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     groups = unit == "machines"  # a cloud fleet is one group of servers
     for col in (unit, *(["per group"] if groups else []), res.target.metric

@@ -6,15 +6,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import err, key_values, out
 from utilon.cli.common import errors as _errors
 from utilon.errors import ScenarioError, UtilonError
 from utilon.service.client import DEFAULT_SERVER, Client
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 ServerOpt = Annotated[list[str] | None, typer.Option(
     "--server", envvar="UTILON_SERVER", show_default=DEFAULT_SERVER,
@@ -206,6 +208,8 @@ def job_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
             as_json: Annotated[bool, typer.Option("--json", help="the API's answer as JSON")]
             = False) -> None:
     """One job: its state, tasks, estimated completion, utility and deadline status."""
+    from rich.table import Table
+
     with _errors(), Client(server, token) as c:
         j = c.job(job_id)
         if as_json:
@@ -244,6 +248,8 @@ def cancel_cmd(job_id: Annotated[str, typer.Argument(help="job id")],
 
 def cluster_cmd(server: ServerOpt = None, token: TokenOpt = None) -> None:
     """The cluster: machines, capacity and use, allocation per job and tenant; the policy."""
+    from rich.table import Table
+
     with _errors(), Client(server, token) as c:
         cl = c.cluster()
         pol = c.policy()
@@ -291,6 +297,8 @@ def _t(x: float | None) -> str:
 
 
 def _job_table(title: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for col in ("id", "tenant", "state", "submitted s", "goal s", "finished s", "deadline"):
         t.add_column(col)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import err, errors, key_values, out
 from utilon.errors import UtilonError
@@ -104,16 +103,22 @@ def trace_import(
 
 @trace_app.command("kinds")
 def trace_kinds() -> None:
-    """List the trace kinds with what they produce and their --set options."""
+    """List the trace kinds with what they produce, their --set options and where they come
+    from: utilon, or the installed package of a plugin (docs/plugins.md)."""
+    from rich.table import Table
+
     from utilon.traces import importer, importer_kinds
+    from utilon.traces.base import plugin_importers
 
     t = Table(title="trace kinds")
     t.add_column("kind")
     t.add_column("produces")
     t.add_column("what")
     t.add_column("options (--set KEY=VALUE)")
+    t.add_column("from")
+    plugins = plugin_importers()
     for k in importer_kinds():
-        cls = importer(k)
+        cls, origin = plugins.get(k) or (importer(k), "utilon")
         opts = ", ".join(f"{n}={f.default!r}" for n, f in cls.Options.model_fields.items())
-        t.add_row(k, cls.produces, cls.summary, opts or "-")
+        t.add_row(k, cls.produces, cls.summary, opts or "-", origin)
     out.print(t)

@@ -1,16 +1,26 @@
 """The ``run:`` block of a job in a scenario file: which real job to execute, as pydantic models.
 
-One model per job kind, discriminated by ``kind``.  Unknown keys are errors (a typo never falls
-back to a default) and every model is frozen.  These models only describe a job; turning one
-into stages, input and a verifier is ``utilon.jobs.kinds.plan_job``.
+One model per job kind, discriminated by ``kind``; a kind that is not built in is an installed
+plugin's (``utilon.jobs`` entry points, validated by the plugin's model).  Unknown keys are
+errors (a typo never falls back to a default) and every model is frozen.  These models only
+describe a job; turning one into stages, input and a verifier is ``utilon.jobs.kinds.plan_job``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainValidator,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+)
 
 
 class _Strict(BaseModel):
@@ -139,8 +149,38 @@ class CallableRun(_Strict):
     stages: list[CallableStage] = Field(min_length=1, description="the job's stages, in order")
 
 
+BUILTIN_RUNS: tuple[type[BaseModel], ...] = (WordCountRun, GrepRun, SortRun, PiRun, NBodyRun,
+                                             CallableRun)
+BUILTIN_KINDS: tuple[str, ...] = tuple(get_args(m.model_fields["kind"].annotation)[0]
+                                       for m in BUILTIN_RUNS)
+
+
+def _kind_of(value: Any) -> str:
+    """The union member a run block is validated by: its built-in kind, else ``plugin``."""
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return kind if kind in BUILTIN_KINDS else "plugin"
+
+
+def _plugin_run(value: Any) -> Any:
+    # the plugins' registry, imported only when a scenario names a kind that is not built in
+    from utilon.jobs.kinds import plugin_run
+
+    return plugin_run(value)
+
+
+PluginRun = Annotated[Any, PlainValidator(_plugin_run), WithJsonSchema({
+    "type": "object", "title": "PluginRun", "required": ["kind"],
+    "description": "a job kind of an installed plugin (`utilon job-kinds` lists them, "
+                   "docs/plugins.md); its fields are the plugin's",
+    "properties": {"kind": {"type": "string", "not": {"enum": list(BUILTIN_KINDS)}}}})]
+"""A ``utilon.jobs`` entry point's kind: validated by the plugin's own model."""
+
 RunSpec = Annotated[
-    WordCountRun | GrepRun | SortRun | PiRun | NBodyRun | CallableRun,
-    Field(discriminator="kind"),
+    Annotated[WordCountRun, Tag("wordcount")] | Annotated[GrepRun, Tag("grep")]
+    | Annotated[SortRun, Tag("sort")] | Annotated[PiRun, Tag("pi")]
+    | Annotated[NBodyRun, Tag("nbody")] | Annotated[CallableRun, Tag("callable")]
+    | Annotated[PluginRun, Tag("plugin")],
+    Discriminator(_kind_of),
 ]
-"""What a job executes when run live; ``kind`` selects the model."""
+"""What a job executes when run live; ``kind`` selects the model (a kind that is not built in
+is an installed plugin's, ``utilon.jobs.kinds.JobKind``)."""

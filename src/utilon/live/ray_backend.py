@@ -95,7 +95,7 @@ class Executor:
     def ping(self) -> bool:
         import numpy  # noqa: F401  # preload what most tasks import, before the clock starts
 
-        import utilon.jobs.builtin  # noqa: F401
+        from utilon.jobs import builtin, kinds  # noqa: F401  # kinds: every built-in kind
         return True
 
     def run(self, attempt: tuple[Any, ...]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def worker_main(conn: Connection) -> None:
     """A LocalBackend worker: run attempts sent over ``conn`` until told to stop (None)."""
     import numpy  # noqa: F401  # the clock starts
 
-    import utilon.jobs.builtin  # noqa: F401  # preload what most tasks import, before
+    from utilon.jobs import builtin, kinds  # noqa: F401  # preload what most tasks import, before
     conn.send(("ready",))
     while True:
         try:

@@ -18,12 +18,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from utilon.errors import ModelError, ScenarioError
-from utilon.jobs.kinds import plan_job
-from utilon.jobs.plan import JobPlan
 from utilon.limits import MAX_COUNT, MAX_SECONDS, max_tasks
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster, Machine
 from utilon.model.job import Job, Stage, Task, UsagePhase
@@ -57,6 +56,9 @@ from utilon.scenario.spec import (
     UtilitySpec,
 )
 
+if TYPE_CHECKING:  # a real job's code: loaded when a scenario has one (`run:`)
+    from utilon.jobs.plan import JobPlan
+
 _SLACK = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*x\s*$")
 
 
@@ -65,13 +67,23 @@ class Workload:
     """A built scenario: what the simulator runs, plus where it came from."""
 
     name: str
+    """The scenario's name."""
     seed: int
+    """The seed it was built with."""
     cluster: Cluster
+    """The machines and their capacity timeline."""
     jobs: tuple[Job, ...]
+    """The jobs in file order (explicit jobs, then each generator's), with their true task
+    durations (policies see estimates of them: ``simulation.estimates``)."""
     spec: ScenarioSpec
+    """The validated scenario (policy parameters, simulation settings, metadata)."""
     source: str = ""
+    """The file it was read from, if any."""
     standalone: dict[str, float] = field(default_factory=dict)
+    """Each job's standalone runtime: how long it takes alone on the cluster (the base of
+    goals written as ``3x``)."""
     notes: tuple[str, ...] = ()
+    """How derived values were derived, for ``provenance.json``."""
     plans: dict[str, JobPlan] = field(default_factory=dict)
     """Real jobs (``run:`` blocks): what their tasks execute when run live."""
 
@@ -352,6 +364,8 @@ class _Builder:
         """A real job's stages, from its kind's plan (task durations are the priors)."""
         assert js.run is not None
         seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
+        from utilon.jobs.kinds import plan_job
+
         try:
             plan = plan_job(js.run, js.id, seed, self.base_dir)
         except ValueError as e:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, out
 from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
@@ -27,6 +26,8 @@ def alsched(
 ) -> None:
     """alsched (Tumanov et al., SoCC 2012): Table 1 and the Soft / Hard / None sweeps of
     Figs. 7-9 (means over the seeds), and every claim checked on every seed."""
+    from rich.table import Table
+
     from utilon.repro import alsched as R
 
     res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,

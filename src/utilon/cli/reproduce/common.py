@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import err, out
 from utilon.cli.common import errors as _errors
-from utilon.parallel import check_jobs
 from utilon.repro.claims import DEFAULT_SEEDS, QUICK_SEEDS, fmt_ours, fmt_share
 
 reproduce_app = typer.Typer(help="Reproduce a paper's evaluation: tables (paper beside ours), "
@@ -28,6 +26,8 @@ def run(reproduce: Callable[..., dict[str, Any]], out_dir: Path, *, quick: bool,
         seeds: int | None, jobs: int | None, ray_address: str | None) -> dict[str, Any]:
     """A paper's ``reproduce`` under a spinner that shows its progress; a mistake in the
     options or the inputs is one error line (exit 2), as everywhere in the CLI."""
+    from utilon.parallel import check_jobs  # the process pool: only when a paper runs
+
     with _errors(), err.status("running", spinner="dots") as status:
         check_jobs(jobs)
         return reproduce(out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
@@ -51,6 +51,8 @@ def _s(x: float | None) -> str:
 def print_claims(res: dict[str, Any], paper: str) -> None:
     """The paper's claims over the run's seeds: per claim and system, the paper's number, ours
     (mean and range over seeds) and the share of seeds on which the claim holds."""
+    from rich.table import Table
+
     seeds = res["seeds"]
     t = Table(title=f"{paper}'s claims over {len(seeds)} seed(s) ({seeds[0]}–{seeds[-1]}): "
               "held = on at least 80% of seeds, fragile = on fewer, failed = on none",

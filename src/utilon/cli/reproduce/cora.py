@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, out
 from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
@@ -25,6 +24,8 @@ def cora(
     ray_address: RayAddressOpt = None,
 ) -> None:
     """CORA (Huang et al., INFOCOM 2015): Tables I–III and the claims on every seed."""
+    from rich.table import Table
+
     from utilon.repro import cora as R
 
     res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
@@ -85,6 +86,8 @@ def cora(
 def _headroom(res: dict[str, Any]) -> None:
     """Table I on every seed: the best baseline beside the per-job bound (each job alone on
     the empty cluster), and each CORA system, min / sum."""
+    from rich.table import Table
+
     from utilon.repro.cora_claims import BASELINES, SYSTEMS, table1_headroom
 
     t = Table(title="Table I on every seed, min / sum: the headroom (best baseline against "

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, out
 from utilon.cli.reproduce.common import SeedsOpt, _f, print_claims, reproduce_app, run
@@ -27,6 +26,8 @@ def cura(
 ) -> None:
     """Cura (Palanisamy et al., IEEE TPDS 2015): Appendix B's schedules (Tables 5-6) and the
     service comparisons of Figs. 5-12."""
+    from rich.table import Table
+
     from utilon.repro import cura as R
 
     res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
@@ -95,6 +96,8 @@ def cura(
 
 def _servers_by_seed(res: dict[str, Any]) -> None:
     """Figs. 5(a)/6(a) on every seed: the servers each service needs (the claims' input)."""
+    from rich.table import Table
+
     by_seed = res["fig5_6_by_seed"]
     first = next(iter(by_seed.values()))["points"]
     svcs = list(next(iter(first.values())))

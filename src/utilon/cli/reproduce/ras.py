@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, out
 from utilon.cli.reproduce.common import SeedsOpt, _s, print_claims, reproduce_app, run
@@ -27,6 +26,8 @@ def ras(
 ) -> None:
     """RAS (Polo et al., Middleware 2011): Experiments 1 and 2 on the Gridmix workload of
     Table 1 (Figs. 3–6)."""
+    from rich.table import Table
+
     from utilon.repro import ras as R
 
     res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,

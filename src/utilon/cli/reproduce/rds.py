@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from utilon.cli.common import JobsOpt, RayAddressOpt, out
 from utilon.cli.reproduce.common import SeedsOpt, _p, print_claims, reproduce_app, run
@@ -29,6 +28,8 @@ def rds(
 ) -> None:
     """RDS (Cheng et al., TPDS 2019): case study (Table 1/Fig. 2), Table 3 workload in
     scale-up and scale-out (Figs. 7–11)."""
+    from rich.table import Table
+
     from utilon.repro import rds as R
 
     res = run(R.reproduce, out_dir, quick=quick, seed=seed, seeds=seeds, jobs=jobs,
