@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_alsched.py
 	$(BIN)/python benchmarks/bench_cura.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_flood.py
 	$(BIN)/python benchmarks/bench_failover.py
 	$(BIN)/python benchmarks/bench_triage.py --day --json benchmarks/results-triage.json
 	$(BIN)/python benchmarks/bench_dashboard.py

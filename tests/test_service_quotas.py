@@ -166,6 +166,19 @@ def test_numbers_must_be_finite(svc: dict[str, Any]) -> None:
         assert r.status_code == 422 and "not a finite number" in r.json()["error"], r.text
 
 
+def test_integers_past_a_floats_range_are_a_422(svc: dict[str, Any]) -> None:
+    """JSON integers have no size: one of 401 digits made the range checks raise (a 500)."""
+    big = "1" + "0" * 400
+    for raw in (f'{{"id": "i-1", "weight": {big}, "stages": []}}',
+                f'{{"id": "i-2", "stages": [{{"name": "s", "tasks": {big}, "duration": 1}}]}}',
+                f'{{"id": "i-3", "stages": [{{"name": "s", "tasks": 1, "duration": 1, '
+                f'"demand": {{"slots": -{big}}}}}]}}',
+                f'{{"id": "i-4", "stages": [], "utility": {{"kind": "linear", "value": {big}}}}}'):
+        r = svc["client"].post("/v1/jobs", content=raw, headers=svc["big"] | {
+            "content-type": "application/json"})
+        assert r.status_code == 422 and "401-digit integer" in r.json()["error"], r.text
+
+
 def test_a_large_body_is_413_before_it_is_parsed(svc: dict[str, Any]) -> None:
     client = svc["client"]
     body = json.dumps(sleepy("body-1") | {"padding": " " * 5000}).encode()

@@ -144,14 +144,14 @@ def test_concurrent_submissions_go_in_groups_and_each_id_is_taken_once(
     store.begin_incarnation(1000.0)
     assert store.add_job("dup-0", "t", {}, 0.0, None)
     groups: list[list[str]] = []
-    insert = store._insert_jobs
+    insert = store._commit_group
 
     def slow_insert(batch):  # type: ignore[no-untyped-def]
         groups.append([s.job_id for s in batch])
         time.sleep(0.05)  # a slow fsync: the others arrive meanwhile and wait for the next
         insert(batch)
 
-    monkeypatch.setattr(store, "_insert_jobs", slow_insert)
+    monkeypatch.setattr(store, "_commit_group", slow_insert)
     ids = [f"j{i}" for i in range(40)] + ["dup-0", "dup-1", "dup-1", "dup-1"]
     results: dict[int, bool] = {}
     seen_after: dict[int, bool] = {}
@@ -184,7 +184,7 @@ def test_a_failed_group_fails_every_submission_in_it(store: Store,
 
     store.begin_incarnation(1000.0)
     gate = threading.Event()
-    insert = store._insert_jobs
+    insert = store._commit_group
     calls = []
 
     def failing_once(batch):  # type: ignore[no-untyped-def]
@@ -194,7 +194,7 @@ def test_a_failed_group_fails_every_submission_in_it(store: Store,
             raise OSError("disk full")
         insert(batch)
 
-    monkeypatch.setattr(store, "_insert_jobs", failing_once)
+    monkeypatch.setattr(store, "_commit_group", failing_once)
     outcome: dict[str, object] = {}
 
     def submit(job_id: str) -> None:

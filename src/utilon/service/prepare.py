@@ -48,6 +48,8 @@ SIZE_EVERY = 0.5
 """seconds between measurements of what a preparation has written"""
 SLACK = 16_000_000
 """bytes a preparation may write beyond what was reserved for it (JSON files, rounding)"""
+NICE = 10
+"""niceness a preparing process adds to its own (``child_main``)"""
 PRIOR_RATE = 5e6
 """bytes a second a preparation writes until some have been measured (word count's text
 generator on a 2-core machine; sort's records are faster)"""
@@ -323,6 +325,11 @@ def child_main(conn: Connection) -> None:
         os._exit(1)
 
     threading.Thread(target=orphaned, daemon=True).start()
+    with contextlib.suppress(OSError, AttributeError):
+        # bulk work in the background: on a machine of a few cores two of these would
+        # otherwise take the CPU from the API and the scheduler (every tenant's requests
+        # and task starts); when the machine is idle it runs as fast as ever
+        os.nice(NICE)
     with contextlib.suppress(Exception):
         import utilon.jobs.kinds  # noqa: F401  # what every kind's prepare needs, in advance
     while True:

@@ -103,6 +103,8 @@ def _walk(data: Any, where: str = "") -> Iterator[tuple[str, str, Any]]:
 def check_payload(data: Mapping[str, Any], limits: Limits) -> None:
     """Refuse a job whose strings are too long, whose numbers are not finite or out of range,
     or that demands zero (or less) of a resource -- before it is parsed or built."""
+    if _clean(data, limits):
+        return
     for where, key, v in _walk(dict(data)):
         if isinstance(v, str):
             if len(v) > limits.max_string_chars:
@@ -112,21 +114,60 @@ def check_payload(data: Mapping[str, Any], limits: Limits) -> None:
         elif isinstance(v, bool) or v is None:
             continue
         elif isinstance(v, int | float):
-            if not math.isfinite(v):
+            if isinstance(v, float) and not math.isfinite(v):
                 raise RequestError(f"{v} is not a finite number", where=where, fix=FIX)
             if abs(v) > MAX_SECONDS:
-                raise RequestError(f"{v:g} is out of range (at most {MAX_SECONDS:g} in size)",
-                                   where=where, fix=FIX)
+                raise RequestError(f"{_number(v)} is out of range (at most {MAX_SECONDS:g} "
+                                   "in size)", where=where, fix=FIX)
             if where.startswith("utility") and _is_value(where) and abs(v) > MAX_WEIGHT:
-                raise RequestError(f"a utility of {v:g} is out of range (at most "
+                raise RequestError(f"a utility of {_number(v)} is out of range (at most "
                                    f"{MAX_WEIGHT:g} in size)", where=where, fix=FIX)
         elif isinstance(v, Mapping) and key == "demand":
             for r, x in v.items():
                 if isinstance(x, int | float) and not isinstance(x, bool) and not x > 0:
                     raise RequestError(
-                        f"a demand of {x:g} {r}: every demand must be > 0",
+                        f"a demand of {_number(x)} {r}: every demand must be > 0",
                         where=f"{where}.{r}",
                         fix="leave out a resource a task does not use")
+
+
+def _number(v: float) -> str:
+    """``v`` for a message: JSON integers have no size limit, and ``:g`` of one past a float's
+    range raises (a 500 before; issue 46's "no request makes a 5xx")."""
+    if isinstance(v, float) or abs(v) < 10**15:
+        return f"{v:g}"
+    return f"a {'negative ' if v < 0 else ''}{len(str(abs(v)))}-digit integer"
+
+
+def _clean(data: Mapping[str, Any], limits: Limits) -> bool:
+    """True when ``check_payload`` finds nothing: one pass without the paths that only its
+    messages need (every submission pays for this one).  Conservative: under ``utility`` any
+    number past the bound of an amount of utility sends the job to the full check."""
+    most = limits.max_string_chars
+    stack: list[tuple[Any, str, bool]] = [(data, "", False)]
+    while stack:
+        v, key, utility = stack.pop()
+        if isinstance(v, str):
+            if len(v) > most:
+                return False
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, int | float):
+            if (isinstance(v, float) and not math.isfinite(v)) or abs(v) > MAX_SECONDS or (
+                    utility and abs(v) > MAX_WEIGHT):
+                return False
+        elif isinstance(v, Mapping):
+            for k, x in v.items():
+                if len(str(k)) > most:
+                    return False
+                if key == "demand" and isinstance(x, int | float) and not isinstance(
+                        x, bool) and not x > 0:
+                    return False
+                top = v is data and str(k).startswith("utility")
+                stack.append((x, str(k), utility or top))
+        elif isinstance(v, list | tuple):
+            stack.extend((x, key, utility) for x in v)
+    return True
 
 
 def _is_value(where: str) -> bool:
@@ -266,16 +307,26 @@ class Usage:
         self._count: dict[str, int] = {}
         self._bytes: dict[str, int] = {}
 
+    def room(self, tenant: str, limits: Limits) -> None:
+        """Refuse (429) at once a tenant already at ``max_queued_jobs``: checked again by
+        ``admit``, but before the job is built, so that a flood past the quota costs the
+        server next to nothing."""
+        with self._lock:
+            self._room(tenant, limits)
+
+    def _room(self, tenant: str, limits: Limits) -> None:
+        jobs = self._count.get(tenant, 0)
+        if jobs >= limits.max_queued_jobs:
+            raise RequestError(
+                f"tenant {tenant!r} has {jobs} jobs queued or running; the limit "
+                f"max_queued_jobs is {limits.max_queued_jobs}", status=429,
+                where="max_queued_jobs", fix="wait for some to finish, or cancel some")
+
     def admit(self, tenant: str, key: str, nbytes: int, limits: Limits) -> None:
         """Count ``key`` against ``tenant``, or refuse (429) naming the limit and the use."""
         with self._lock:
-            jobs = self._count.get(tenant, 0)
             held = self._bytes.get(tenant, 0)
-            if jobs >= limits.max_queued_jobs:
-                raise RequestError(
-                    f"tenant {tenant!r} has {jobs} jobs queued or running; the limit "
-                    f"max_queued_jobs is {limits.max_queued_jobs}", status=429,
-                    where="max_queued_jobs", fix="wait for some to finish, or cancel some")
+            self._room(tenant, limits)
             if nbytes and held + nbytes > limits.max_input_total_mb * MB:
                 raise RequestError(
                     f"tenant {tenant!r} holds {held / MB:g} MB of input and this job adds "

@@ -8,10 +8,12 @@ transaction; the API commits a submission before it answers 201.
 Concurrent writers.  SQLite lets one writer in at a time and makes the others poll with
 growing sleeps (up to 100 ms each), so under a burst a submission could wait a second for a
 lock that had long been free.  On SQLite the store therefore lets one of its own transactions
-write at a time (a process-wide lock, which hands the database over at once), and commits
-submissions that arrive together in one transaction (group commit: one fsync for the group).
-A submission still returns only once the transaction that holds it has committed.  Other
-databases (PostgreSQL) handle concurrent writers themselves: there only the grouping applies.
+write at a time (a process-wide lock, which hands the database over at once).  Submissions are
+written by one writer thread, every submission waiting when it is free in one transaction
+(group commit, ``service.writer``: one fsync for the group); ``submit_job`` returns a future
+that resolves once the transaction that holds the submission has committed, ``add_job`` waits
+for it.  Other databases (PostgreSQL) handle concurrent writers themselves: there only the
+grouping applies.
 
 Tables:
 
@@ -36,20 +38,24 @@ lease while a transaction of the active one is open.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from utilon.errors import UtilonError
+from utilon.service.writer import GroupWriter
 
+R = TypeVar("R")
 STATES = ("queued", "running", "finished", "cancelled", "failed")
 OPEN_STATES = ("queued", "running")
 
@@ -180,9 +186,9 @@ def _password(url: str) -> str | None:
 
 
 class _Submission:
-    """One ``add_job`` call waiting for the transaction of its group."""
+    """One submission waiting for the transaction of its group."""
 
-    __slots__ = ("added", "done", "error", "goal", "job_id", "spec", "submitted", "tenant")
+    __slots__ = ("added", "goal", "job_id", "seq", "spec", "submitted", "tenant")
 
     def __init__(self, job_id: str, tenant: str, spec: dict[str, Any], submitted: float,
                  goal: float | None) -> None:
@@ -191,14 +197,23 @@ class _Submission:
         self.spec = spec
         self.submitted = submitted
         self.goal = goal
-        self.done = False
         self.added = False
-        self.error: BaseException | None = None
+        self.seq = 0
 
-    def result(self) -> bool:
-        if self.error is not None:
-            raise self.error
-        return self.added
+    def record(self) -> JobRecord:
+        """The job as its transaction wrote it (queued)."""
+        return JobRecord(self.seq, self.job_id, self.tenant, self.spec, "queued",
+                         self.submitted, self.goal, None, None, False, "", None)
+
+
+class _Work:
+    """A write of the engine's for the writer's next transaction (``Store.write``)."""
+
+    __slots__ = ("fn", "result")
+
+    def __init__(self, fn: Callable[[Connection], Any]) -> None:
+        self.fn = fn
+        self.result: Any = None
 
 
 class Store:
@@ -234,15 +249,15 @@ class Store:
         # one writing transaction at a time on SQLite (see the module docstring)
         self._write: AbstractContextManager[Any] = (
             threading.Lock() if self.sqlite else nullcontext())
-        # group commit of submissions: those waiting, and whether a group is being written
-        self._group = threading.Condition()
-        self._waiting: list[_Submission] = []
-        self._committing = False
+        # group commit of submissions (service.writer)
+        self.writer: GroupWriter[_Submission | _Work] = GroupWriter(
+            self._write_group, name="utilon-store-writer")
         self.fence: tuple[str, int] | None = None  # (holder, term) once this server is active
         self.fence_idle_ms = 5000  # a fenced transaction idle this long is ended (PostgreSQL)
         self._lease_row = False  # the lease row is known to exist
 
     def close(self) -> None:
+        self.writer.close()
         self.engine.dispose()
 
     @contextmanager
@@ -362,58 +377,73 @@ class Store:
         return float(rows.get("epoch", 0.0)), int(rows.get("incarnation", 0))
 
     # -- jobs ---------------------------------------------------------------------------
+    def submit_job(self, job_id: str, tenant: str, spec: dict[str, Any], submitted: float,
+                   goal: float | None) -> Future[JobRecord | None]:
+        """Hand an accepted job to the writer: the future resolves once the transaction that
+        holds it has committed, to the job as written, or None if the id is taken (or fails
+        with what the transaction raised)."""
+        return self.writer.put(_Submission(job_id, tenant, spec, submitted, goal))
+
     def add_job(self, job_id: str, tenant: str, spec: dict[str, Any], submitted: float,
                 goal: float | None) -> bool:
-        """Insert an accepted job (durable when this returns); False if the id is taken.
+        """Insert an accepted job (durable when this returns); False if the id is taken."""
+        return self.submit_job(job_id, tenant, spec, submitted, goal).result() is not None
 
-        Calls that arrive while a group is being written wait and go together in the next
-        transaction: the first of them to find no group in flight writes every submission
-        waiting by then, and each returns once that transaction has committed (or raises
-        what it raised).
-        """
-        me = _Submission(job_id, tenant, spec, submitted, goal)
-        with self._group:
-            self._waiting.append(me)
-            while not me.done and self._committing:
-                self._group.wait()
-            if me.done:
-                return me.result()
-            batch, self._waiting = self._waiting, []
-            self._committing = True
-        error: BaseException | None = None
-        try:
-            self._insert_jobs(batch)
-        except BaseException as e:  # every waiter of this group gets it, not only this one
-            error = e
-        with self._group:
-            for sub in batch:
-                sub.done = True
-                sub.error = error
-            self._committing = False
-            self._group.notify_all()
-        return me.result()
+    def write(self, fn: Callable[[Connection], R]) -> R:
+        """``fn(c)`` in the writer's next transaction, with the submissions (and other writes)
+        waiting by then; its result once that transaction has committed.  The engine's own
+        records go this way: they share the submissions' fsync instead of queueing for the
+        database with one of their own.  ``fn`` runs on the writer's thread while the caller
+        waits, so it may read what the caller holds; it must not wait for the caller, nor
+        call ``write``."""
+        return cast(R, self.writer.put(_Work(fn)).result())
 
-    def _insert_jobs(self, batch: list[_Submission]) -> None:
-        """One transaction for ``batch``, in order; a submission whose id a job in the store
-        or an earlier submission of the batch has is refused (``added`` stays False)."""
+    def _write_group(self, batch: list[_Submission | _Work]) -> list[Any]:
+        self._commit_group(batch)
+        out: list[Any] = []
+        for item in batch:
+            if isinstance(item, _Work):
+                out.append(item.result)
+            else:
+                out.append(item.record() if item.added else None)
+        return out
+
+    def _commit_group(self, batch: list[_Submission | _Work]) -> None:
+        """One transaction for ``batch``: the engine's writes in order, then the submissions
+        in order; a submission whose id a job in the store or an earlier submission of the
+        batch has is refused (``added`` stays False)."""
+        subs = [item for item in batch if isinstance(item, _Submission)]
+        rows: list[_Submission] = []
+        seqs: Sequence[Any] = []
         with self.tx() as c:
-            taken = set(c.execute(sa.select(jobs.c.id).where(
-                jobs.c.id.in_([sub.job_id for sub in batch]))).scalars())
-            rows = []
-            for sub in batch:
-                if sub.job_id not in taken:
-                    taken.add(sub.job_id)
-                    rows.append(sub)
+            for item in batch:
+                if isinstance(item, _Work):
+                    item.result = item.fn(c)
+            if subs:
+                taken = set(c.execute(sa.select(jobs.c.id).where(
+                    jobs.c.id.in_([sub.job_id for sub in subs]))).scalars())
+                for sub in subs:
+                    if sub.job_id not in taken:
+                        taken.add(sub.job_id)
+                        rows.append(sub)
             if rows:
-                c.execute(jobs.insert(), [
-                    {"id": sub.job_id, "tenant": sub.tenant, "spec": json.dumps(sub.spec),
-                     "state": "queued", "submitted": sub.submitted, "goal": sub.goal,
-                     "cancel_requested": False, "reason": ""} for sub in rows])
+                values = [{"id": sub.job_id, "tenant": sub.tenant, "spec": json.dumps(sub.spec),
+                           "state": "queued", "submitted": sub.submitted, "goal": sub.goal,
+                           "cancel_requested": False, "reason": ""} for sub in rows]
+                if getattr(c.dialect, "insert_executemany_returning_sort_by_parameter_order",
+                           False):
+                    # the rows' seq in the same statement (SQLite >= 3.35, PostgreSQL)
+                    seqs = c.execute(jobs.insert().returning(
+                        jobs.c.seq, sort_by_parameter_order=True), values).scalars().all()
+                else:
+                    c.execute(jobs.insert(), values)
+                    seqs = [0] * len(rows)
                 c.execute(events.insert(), [
                     {"job": sub.job_id, "at": sub.submitted, "kind": "submitted", "detail": "",
                      "incarnation": self.incarnation} for sub in rows])
-        for sub in rows:  # committed
+        for sub, seq in zip(rows, seqs, strict=True):  # committed
             sub.added = True
+            sub.seq = int(seq)
 
     def get(self, job_id: str) -> JobRecord | None:
         with self.engine.connect() as c:
@@ -428,6 +458,16 @@ class Store:
             rows = c.execute(sa.select(jobs).where(jobs.c.id.in_(list(dict.fromkeys(keys))))
                              .order_by(jobs.c.seq)).all()
         return [_record(r) for r in rows]
+
+    def states(self, keys: Sequence[str]) -> dict[str, tuple[str, bool]]:
+        """State and whether a cancel was requested, of the jobs with these keys (one query:
+        the engine checks a batch of jobs before it hands them to the core)."""
+        if not keys:
+            return {}
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(jobs.c.id, jobs.c.state, jobs.c.cancel_requested)
+                             .where(jobs.c.id.in_(list(dict.fromkeys(keys))))).all()
+        return {str(r.id): (str(r.state), bool(r.cancel_requested)) for r in rows}
 
     def page(self, *, tenant: str | None = None, states: Sequence[str] = (),
              limit: int = 100, offset: int = 0, newest_first: bool = True
@@ -482,13 +522,13 @@ class Store:
                    detail: str = "", **values: Any) -> bool:
         """Move an open job to ``state`` (inside the caller's transaction); False when it
         was already over, so that nothing completes twice."""
-        res = c.execute(jobs.update().where(jobs.c.id == job_id)
-                        .where(jobs.c.state.in_(OPEN_STATES))
-                        .values(state=state, **values))
+        res = c.execute(_transition_sql(tuple(sorted(values))),
+                        {"b_id": job_id, "b_state": state,
+                         **{f"b_{k}": v for k, v in values.items()}})
         if res.rowcount != 1:
             return False
-        c.execute(events.insert().values(job=job_id, at=at, kind=state, detail=detail,
-                                         incarnation=self.incarnation))
+        c.execute(events.insert(), {"job": job_id, "at": at, "kind": state, "detail": detail,
+                                    "incarnation": self.incarnation})
         return True
 
     def events_of(self, job_id: str) -> list[dict[str, Any]]:
@@ -501,14 +541,26 @@ class Store:
     # -- attempts -----------------------------------------------------------------------
     def open_attempt(self, c: Connection, job: str, stage: int, task: int, machine: str,
                      start: float) -> None:
-        c.execute(attempts.insert().values(job=job, stage=stage, task=task, machine=machine,
-                                           start=start, incarnation=self.incarnation))
+        self.open_attempts(c, [(job, stage, task, machine, start)])
+
+    def open_attempts(self, c: Connection,
+                      rows: Sequence[tuple[str, int, int, str, float]]) -> None:
+        """Attempts launched: (job, stage, task, machine, start) each, in one statement."""
+        if rows:
+            c.execute(attempts.insert(), [
+                {"job": j, "stage": s, "task": t, "machine": m, "start": start,
+                 "incarnation": self.incarnation} for j, s, t, m, start in rows])
 
     def close_attempt(self, c: Connection, job: str, stage: int, task: int, end: float,
                       outcome: str) -> None:
-        c.execute(attempts.update().where(attempts.c.job == job)
-                  .where(attempts.c.stage == stage).where(attempts.c.task == task)
-                  .where(attempts.c.end.is_(None)).values(end=end, outcome=outcome))
+        self.close_attempts(c, [(job, stage, task, end, outcome)])
+
+    def close_attempts(self, c: Connection,
+                       rows: Sequence[tuple[str, int, int, float, str]]) -> None:
+        """Attempts over: (job, stage, task, end, outcome) each, in one statement."""
+        if rows:
+            c.execute(_CLOSE_ATTEMPT, [{"b_job": j, "b_stage": s, "b_task": t, "b_end": e,
+                                        "b_outcome": o} for j, s, t, e, o in rows])
 
     def close_open_attempts(self, at: float, outcome: str) -> int:
         """Attempts a crash left open (their incarnation is gone): closed as ``outcome``."""
@@ -525,6 +577,23 @@ class Store:
         return [{"stage": r.stage, "task": r.task, "machine": r.machine, "start": r.start,
                  "end": r.end, "outcome": r.outcome, "incarnation": r.incarnation}
                 for r in rows]
+
+
+# The engine's writes, built once with bound parameters: building and caching a statement
+# with its values inside costs more than running it, many times per batch under a burst.
+_CLOSE_ATTEMPT = (attempts.update().where(attempts.c.job == sa.bindparam("b_job"))
+                  .where(attempts.c.stage == sa.bindparam("b_stage"))
+                  .where(attempts.c.task == sa.bindparam("b_task"))
+                  .where(attempts.c.end.is_(None))
+                  .values(end=sa.bindparam("b_end"), outcome=sa.bindparam("b_outcome")))
+
+
+@functools.cache
+def _transition_sql(keys: tuple[str, ...]) -> sa.Update:
+    """UPDATE of an open job to ``b_state`` setting ``keys`` (bound as ``b_<key>``)."""
+    return (jobs.update().where(jobs.c.id == sa.bindparam("b_id"))
+            .where(jobs.c.state.in_(OPEN_STATES))
+            .values(state=sa.bindparam("b_state"), **{k: sa.bindparam(f"b_{k}") for k in keys}))
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
