@@ -238,15 +238,16 @@ def start_delay_under_flood(port: int, tokens: dict[str, str], probes: int,
     flood = Flood(port, tokens["flood"])
 
     async def fill() -> None:
-        # the flood takes its whole quota first: max-size jobs until 429, then its inputs
+        # the flood takes its whole quota first: its inputs until 429 (they prepare next to
+        # team-c's), then max-size jobs until 429
         c = LoadClient(port, tokens["flood"])
         try:
-            for i in range(FLOOD_LIMITS["max_queued_jobs"] + 1):
-                await flood._send(c, "POST", "/v1/jobs",
-                                  json.dumps(max_size_job(10_000 + i)).encode(), "max-size")
             for i in range(3):
                 await flood._send(c, "POST", "/v1/jobs",
                                   json.dumps(large_input(10_000 + i)).encode(), "large-input")
+            for i in range(FLOOD_LIMITS["max_queued_jobs"]):
+                await flood._send(c, "POST", "/v1/jobs",
+                                  json.dumps(max_size_job(10_000 + i)).encode(), "max-size")
         finally:
             c.close()
 
