@@ -44,7 +44,7 @@ def test_the_league_file_parses_and_names_both_sets() -> None:
 def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) -> None:
     """Every scenario and trace file is there, every competitor and its parameters are
     accepted, and the seeds are as documented (the demo at 7-11 and, from the first held-out
-    set, at 100-104; held out at 300-304)."""
+    set, at 100-104, from the second at 300-304; held out at 500-504)."""
     s = setup(LEAGUE, set_name, out=tmp_path)
     for w in s.workloads:
         assert problems(w, s.where) == []
@@ -52,8 +52,9 @@ def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) ->
     if set_name == "tuning":
         assert s.seeds["demo"] == (7, 8, 9, 10, 11)
         assert s.seeds["demo-seeds-100"] == (100, 101, 102, 103, 104)
-    else:
         assert s.seeds["demo-seeds-300"] == (300, 301, 302, 303, 304)
+    else:
+        assert s.seeds["demo-seeds-500"] == (500, 501, 502, 503, 504)
         # a held-out workload is never also a tuning one
         tuning = setup(LEAGUE, "tuning", out=tmp_path)
         assert not {w.name for w in s.workloads} & {w.name for w in tuning.workloads}
