@@ -185,6 +185,9 @@ sets:
     - name: stopped
       scenario: {small}
       wall_limit: 0.000001
+    - name: cpu-stopped
+      scenario: {small}
+      cpu_limit: 0.000001
 """)
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["league", "--league", str(league), "--out", str(out),
@@ -211,9 +214,13 @@ sets:
     assert "stopped: fifo 2/2" in md and "fair-k2 not run: a test of exclusions" in md
     with (out / "tuning" / "runs.csv").open() as f:
         rows = list(csv.DictReader(f))
-    # 3 workloads x 2 modes x 2 seeds x 5 players, less fair-k2 on small
-    assert len(rows) == 3 * 2 * 2 * 5 - 2 * 2
+    # 4 workloads x 2 modes x 2 seeds x 5 players, less fair-k2 on small
+    assert len(rows) == 4 * 2 * 2 * 5 - 2 * 2
+    # a CPU-time limit stops the runs and says which clock stopped them
+    cpu = [r for r in rows if r["workload"] == "cpu-stopped"]
+    assert cpu and all("CPU-time limit" in r["stopped_early"] for r in cpu)
+    assert w["cpu-stopped"]["cpu_limit"] == 0.000001
     assert "league, tuning set: candidate rrh" in res.output
     assert "targets held:" in res.output
-    assert (out / "tuning" / "league-details.md").read_text().count("## ") == 6
+    assert (out / "tuning" / "league-details.md").read_text().count("## ") == 8
     assert list((out / "workloads").glob("synth-*/seed-1.yaml"))
