@@ -63,6 +63,7 @@ from utilon.core.state import (
     RunningCounts,
     StageRT,
 )
+from utilon.core.story import Story  # story:
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
 from utilon.core.validate import validate_decision
 from utilon.core.vec import hot_ops
@@ -188,6 +189,7 @@ class SchedulerCore(Dispatcher):
         self._record_capacity()
         self.infeasible: dict[str, str] = {}
         self.warnings: list[str] = []
+        self.story = Story()  # story: the per-job log (core/story.py)
         for m in self.machines:
             self._refresh_open(m)
 
@@ -407,6 +409,7 @@ class SchedulerCore(Dispatcher):
         self.jobs[job.id] = rt
         self._arrived.append(rt)
         self.active[job.id] = rt
+        self.story.submitted(self.now, job)  # story:
 
     def _keys_of(self, vecs: list[tuple[float, ...]]) -> list[int]:
         """Each vector's key (``StageRT.vkeys``); a new vector gets the next one.  Tasks
@@ -487,12 +490,14 @@ class SchedulerCore(Dispatcher):
         triggers.add(_TASK_FINISHED)
         if st.done == st.total:
             triggers.add(Trigger.STAGE_FINISHED)
+            self.story.stage_done(self.now, job.id, st.stage.name)  # story:
             for di in st.dependents:
                 self._unlock(job, job.stages[di])
             if all(s.done == s.total for s in job.stages):
                 check_move(f"job {job.id}", job.state, JobState.DONE)
                 job.state = JobState.DONE
                 job.finish = self.now
+                self.story.finished(self.now, job)  # story:
                 del self.active[job.id]
                 self._ordered.pop(job.id, None)
                 triggers.add(Trigger.JOB_FINISHED)
@@ -505,6 +510,7 @@ class SchedulerCore(Dispatcher):
         if job is None:
             self.stats.stale += 1
             return False
+        self.story.cancelled(self.now, job_id, reason)  # story:
         for ref in list(job.running):
             self._requeue(job, TaskRef(*ref), "killed", cmds, reason=f"job {reason}")
         for st in job.stages:  # nothing of it may be dispatched again
@@ -540,6 +546,7 @@ class SchedulerCore(Dispatcher):
             self.stats.stale += 1
             return
         st = job.stages[ref[1]]
+        self.story.failed(self.now, ref, s.reason)  # story:
         self._requeue(job, ref, "failed", None)
         triggers.add(Trigger.TASK_FAILED)
         self._requeue_gang(job, st.index, cmds, "gang member failed")
@@ -553,6 +560,7 @@ class SchedulerCore(Dispatcher):
     def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float,
                      cmds: list[Command]) -> None:
         m = self.machines[self._machine_index[machine_id]]
+        self.story.capacity(self.now, machine_id, action.value, factor)  # story:
         self._advance_capacity_integral()
         if action is CapacityAction.JOIN:
             check_move(f"machine {m.id}", m.state, _UP)
@@ -584,6 +592,7 @@ class SchedulerCore(Dispatcher):
         if machine.id in self._machine_index:
             raise IllegalTransition(f"machine {machine.id!r} added twice; a known machine "
                                     "rejoins with a CapacityChanged JOIN")
+        self.story.capacity(self.now, machine.id, "add", 1.0)  # story:
         self._advance_capacity_integral()
         m = MachineRT(len(self.machines), machine, self.names, True)
         self.machines.append(m)
@@ -690,6 +699,7 @@ class SchedulerCore(Dispatcher):
         job.n_ready += 1
         m = self.machines[mi]
         self._release(job, st, ref, m, start, outcome)
+        self.story.requeued(self.now, ref, st.stage.name, m.id, outcome, reason)  # story:
         setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
         if cmds is not None:
             cmds.append(Preempt(ref, m.id, reason))
@@ -801,6 +811,7 @@ class SchedulerCore(Dispatcher):
             self.stats.solver_seconds.append(decision.solver_seconds)
         if self._on_decision is not None:
             self._on_decision(self.now, snap, decision)
+        self.story.decided(self.now, self.stats.decisions, decision, self.active)  # story:
         self._install(decision, cmds)
         grants = decision.grants
         self._in_order = (self._order_key is not None and self._all_whole
@@ -843,6 +854,7 @@ class SchedulerCore(Dispatcher):
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
         self.fast.order_extensions += 1
+        self.story.extended(self.now, self.stats.decisions, self.decision, len(tail))  # story:
         return True
 
     def _install(self, decision: Decision, cmds: list[Command]) -> None:
