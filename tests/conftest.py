@@ -29,6 +29,12 @@ settings.load_profile(PROFILE)
 THOROUGH = PROFILE == "thorough"
 
 
+def examples(n: int) -> int:
+    """``n`` examples under the default profile (for a property that costs seconds per
+    example), the profile's own count under ``thorough``."""
+    return settings().max_examples if THOROUGH else n
+
+
 # -- real traces in ../shared/data (CI clones the repo with ../shared beside it) -------------
 from pathlib import Path  # noqa: E402
 
