@@ -73,3 +73,26 @@ def run_fifo(document: dict) -> tuple:
     res = Simulation(workload.cluster, workload.jobs, make_policy("fifo")).run()
     assert not res.stopped_early
     return workload, sum(1 for j in res.core.jobs.values() if j.finish is not None)
+
+
+# -- one local Ray at a time -----------------------------------------------------------------
+# `make test` runs files on several pytest-xdist workers.  Local Ray clusters started at the same
+# moment on one machine share /tmp/ray, and the second `ray.init` can attach to the first's
+# cluster and hang when that one shuts down (seen in a fresh-clone run).  A module with a test
+# marked `ray` holds a machine-wide lock for its whole run (its Ray may be a module fixture).
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_at_a_time(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    import fcntl
+    import tempfile
+
+    module = request.module
+    if not any(item.get_closest_marker("ray") is not None and item.module is module
+               for item in request.session.items):
+        yield
+        return
+    with open(Path(tempfile.gettempdir()) / "utilon-tests-ray.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
