@@ -13,7 +13,9 @@
    where the threads of httpx clients this benchmark used before took 1.6 ms), and what both
    cost is measured and printed: the client's CPU seconds (this process) and the server's (its
    process and its task workers, from ``/proc``), each also as a share of one core over the
-   burst, next to the load average before and after and the scheduler's decisions meanwhile.
+   burst, the server's per thread (it names its threads: ``service.osthread``) per accepted
+   submission, next to the load average before and after, the scheduler's decisions
+   meanwhile and the jobs that finished meanwhile (the work the scheduler did besides).
 2. **Overhead per task.**  The same jobs (``--jobs`` jobs of ``--tasks`` sleep tasks of
    ``--seconds``) run once by ``utilon run`` (a batch) and once submitted at once to
    ``utilon serve``; overhead per task = (makespan - total work / slots) / tasks.
@@ -99,6 +101,26 @@ def own_cpu_seconds(pid: int, tid: int | None = None) -> float:
         return 0.0
 
 
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds of each thread of process ``pid`` by its name (``service.osthread``: the
+    server names its scheduler's and its writer's threads; ``api`` is the main thread, the
+    API's event loop; threads of one name are summed); empty where /proc is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out: dict[str, float] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            name = "api" if t.name == str(pid) else (t / "comm").read_text().strip()
+            fields = (t / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # (a thread that ended meanwhile)
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 class LoadClient:
     """One keep-alive HTTP/1.1 connection; the request encoded by hand and the answer read by
     its Content-Length: a client that leaves the shared cores to the server."""
@@ -172,6 +194,7 @@ def burst(port: int, tokens: list[str], n: int, clients: int,
     server0 = cpu_seconds(server_pid) if server_pid else 0.0
     own0 = own_cpu_seconds(server_pid) if server_pid else 0.0
     loop0 = own_cpu_seconds(server_pid, server_pid) if server_pid else 0.0
+    threads0 = thread_cpu_seconds(server_pid) if server_pid else {}
     c0 = time.process_time()
     t0 = time.perf_counter()
     asyncio.run(run_all())
@@ -180,10 +203,14 @@ def burst(port: int, tokens: list[str], n: int, clients: int,
     server_cpu = cpu_seconds(server_pid) - server0 if server_pid else 0.0
     own_cpu = own_cpu_seconds(server_pid) - own0 if server_pid else 0.0
     loop_cpu = own_cpu_seconds(server_pid, server_pid) - loop0 if server_pid else 0.0
+    threads = thread_cpu_seconds(server_pid) if server_pid else {}
+    by_thread = {name: round(1000 * (cpu - threads0.get(name, 0.0)) / max(len(accepted), 1),
+                             3) for name, cpu in sorted(threads.items())}
     all_lat = np.array(lat) * 1000
     # what the scheduler's own decisions cost meanwhile (they share the server's cores)
     pol = httpx.get(f"http://127.0.0.1:{port}/v1/policy",
                     headers={"Authorization": f"Bearer {tokens[0]}"}).json()
+    health = httpx.get(f"http://127.0.0.1:{port}/v1/health").json()
     return {"submissions": n, "clients": clients, "accepted": len(accepted),
             "refused": len(errors), "first_errors": errors[:3], "wall_s": round(wall, 3),
             "per_s": round(len(accepted) / wall, 1),
@@ -200,10 +227,15 @@ def burst(port: int, tokens: list[str], n: int, clients: int,
                 1000 * own_cpu / max(len(accepted), 1), 3),
             "api_thread_cpu_ms_per_accepted": round(1000 * loop_cpu / max(len(accepted), 1),
                                                     3),
+            # each named thread's (service.osthread): the scheduler's loop, the writer's
+            "thread_cpu_ms_per_accepted": {k: v for k, v in by_thread.items() if v > 0},
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             "policy_decisions": pol.get("decisions"),
             "decide_ms_p50": pol.get("decide_ms_p50"), "decide_ms_p95": pol.get("decide_ms_p95"),
+            "decide_ms_max": pol.get("decide_ms_max"),
+            # the jobs' own work done meanwhile (their tasks ran, their ends were recorded)
+            "finished_in_burst": health["jobs"]["finished"],
             "accepted_ids": accepted}
 
 
@@ -438,7 +470,10 @@ def burst_run(tmp: Path, tenants: Path, toks: list[str], a: argparse.Namespace,
           f"{b['client_cpu_s']:.1f} s ({b['client_cores']:.2f} cores); load average "
           f"{b['loadavg_before'][0]:.2f} before, {b['loadavg_after'][0]:.2f} after; "
           f"meanwhile {b['policy_decisions']} scheduling decisions (p50 "
-          f"{b['decide_ms_p50'] or 0:.2f} ms, p95 {b['decide_ms_p95'] or 0:.2f} ms)")
+          f"{b['decide_ms_p50'] or 0:.2f} ms, p95 {b['decide_ms_p95'] or 0:.2f} ms, max "
+          f"{b['decide_ms_max'] or 0:.2f} ms), {b['finished_in_burst']} jobs finished")
+    print("  CPU by thread, ms an accepted submission: " + ", ".join(
+        f"{k} {v:.3f}" for k, v in b["thread_cpu_ms_per_accepted"].items()))
     print(f"  target >= {TARGET_PER_S:.0f}/s with p99 < {TARGET_P99_MS:.0f} ms, 0 lost: "
           f"{'PASS' if b['pass'] else 'FAIL'}")
     return b

@@ -176,6 +176,49 @@ def test_concurrent_submissions_go_in_groups_and_each_id_is_taken_once(
     assert [e["kind"] for e in store.events_of("dup-1")] == ["submitted"]
 
 
+def test_a_database_without_on_conflict_asks_first_and_answers_the_same(
+        tmp_path: Path) -> None:
+    """Other databases than SQLite and PostgreSQL: the ids a group's submissions name are
+    asked for before the insert; a taken id and a duplicate in the group are refused alike."""
+    from utilon.service.store import _Submission
+
+    store = Store(str(tmp_path / "u.db"))
+    try:
+        store.begin_incarnation(1000.0)
+        store._insert_new = None  # as on a database without INSERT ... ON CONFLICT
+        assert store.add_job("a", "t", {"k": 1}, 0.0, None)
+        subs = [_Submission(i, "t", {"k": k}, 1.0, None) for k, i in enumerate(["a", "b", "b"])]
+        store._commit_group(list(subs))
+        assert [s.added for s in subs] == [False, True, False]
+        assert subs[1].seq == store.get("b").seq  # type: ignore[union-attr]
+        assert store.get("b").spec == {"k": 1}  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_the_writer_opens_another_connection_after_a_failed_transaction(
+        tmp_path: Path) -> None:
+    """The writer keeps its connection between groups; one that breaks fails the group that
+    found it broken, and the next group writes on a new one."""
+    store = Store(str(tmp_path / "u.db"))
+    try:
+        store.begin_incarnation(1000.0)
+        assert store.add_job("a", "t", {}, 0.0, None)
+        first = store._group_conn
+        assert first is not None
+        assert store.add_job("b", "t", {}, 0.0, None) and store._group_conn is first  # kept
+        first.connection.dbapi_connection.close()  # type: ignore[union-attr]  # it breaks
+        import sqlalchemy as sa
+
+        with pytest.raises(sa.exc.DBAPIError):  # (the API answers it with a 5xx, never a 201)
+            store.add_job("c", "t", {}, 0.0, None)
+        assert store.add_job("d", "t", {}, 0.0, None)
+        assert store._group_conn is not first
+        assert [r.id for r in store.open_jobs()] == ["a", "b", "d"]
+    finally:
+        store.close()
+
+
 def test_a_failed_group_fails_every_submission_in_it(store: Store,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A group whose transaction fails raises in every call it holds; nothing is half

@@ -71,6 +71,18 @@ def test_the_writer_groups_what_waits_and_answers_each_after_its_write() -> None
     w.close()
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc here")
+def test_the_writer_names_its_thread_for_the_operating_system() -> None:
+    """``benchmarks/bench_service.py`` reads each server thread's CPU by its name in /proc."""
+    w: GroupWriter[int] = GroupWriter(lambda batch: batch, name="utilon-store-writer")
+    assert w.put(1).result(5) == 1
+    t = w._thread
+    assert t is not None and t.native_id is not None
+    comm = Path(f"/proc/self/task/{t.native_id}/comm").read_text().strip()
+    assert comm == "utilon-store-wr"  # (Linux keeps 15 characters)
+    w.close()
+
+
 def test_a_failed_group_is_written_again_one_item_at_a_time() -> None:
     calls: list[list[str]] = []
     entered, gate = threading.Event(), threading.Event()

@@ -95,6 +95,7 @@ from utilon.scenario.spec import JobSpec, ScenarioSpec
 from utilon.service.capping import TenantCaps
 from utilon.service.errors import RequestError
 from utilon.service.lease import Elector, Lease
+from utilon.service.osthread import name_this_thread
 from utilon.service.prepare import Prep, Preparer
 from utilon.service.quotas import (
     DEFAULT_LIMITS,
@@ -119,13 +120,17 @@ LATENCY_WINDOW = 2000
 SAMPLES = 3600
 """allocation samples kept (one per ``sample_every`` at most: an hour at 1 s)"""
 SAMPLE_JOBS = 12
-PACE = 4.0
+"""jobs kept per sample (the largest holders); the rest count in their tenant only"""
+PACE = 12.0
 """while submissions arrive, the loop waits this many times the CPU time of its last batch
-before the next: it holds the interpreter a fifth of the time at most (4 gave the burst 12%
-more submissions a second than 2 here; 8 no more than 4)"""
+before the next (at most ``MAX_GAP``): it holds the interpreter a thirteenth of the time at
+most.  A decision costs O(jobs queued), so during a burst fewer, larger batches cost less
+CPU a submission (docs/service.md#a-burst-of-submissions has the numbers)"""
+MAX_GAP = 0.5
+"""seconds the loop waits at most between batches while pacing: task ends and starts (and
+so another tenant's job's start) are never held back longer by a burst"""
 SUBMIT_WINDOW = 1.0
 """seconds after a submission during which the loop paces itself"""
-"""jobs kept per sample (the largest holders); the rest count in their tenant only"""
 
 
 def job_key(tenant: str, job_id: str) -> str:
@@ -229,6 +234,7 @@ class ServiceEngine:
         self._lost_once = threading.Lock()
         self.pace = pace
         self._last_submit = -math.inf  # time.monotonic() of the last submission
+        self._slots_of: tuple[Cluster, float, str] | None = None
 
     # -- life cycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -403,7 +409,7 @@ class ServiceEngine:
         except UtilonError as e:
             raise RequestError(e.message, where=e.where, fix=e.fix) from None
         if limits is not None:
-            check_job(job, limits, self._capacity(), self.cluster.slot_resource)
+            check_job(job, limits, *self._slots())
         try:
             check_workload(self.cluster, [job], self.policy)
             check_resources(self.cluster, [job], self.backend.name)
@@ -508,9 +514,14 @@ class ServiceEngine:
         assert out is not None
         return out
 
-    def _capacity(self) -> float:
-        r = self.cluster.slot_resource
-        return sum(m.capacity[r] for m in self.cluster.machines)
+    def _slots(self) -> tuple[float, str]:
+        """The cluster's slot resource and its declared capacity, found once per cluster
+        (every submission asks)."""
+        cl = self.cluster
+        if self._slots_of is None or self._slots_of[0] is not cl:
+            r = cl.slot_resource
+            self._slots_of = (cl, sum(m.capacity[r] for m in cl.machines), r)
+        return self._slots_of[1], self._slots_of[2]
 
     def _running_cap(self, tenant: str, capacity: float) -> float:
         return self.limits(tenant).running_cap(capacity)
@@ -582,6 +593,7 @@ class ServiceEngine:
             self._enqueue(rec.id, rec.tenant, built)
 
     def _loop(self) -> None:
+        name_this_thread("utilon-engine")
         core = self.core
         assert core is not None
         backend = self.backend
@@ -680,7 +692,8 @@ class ServiceEngine:
                 if now - last_sample >= self.sample_every or drained:
                     samples.append(self._sample(now))
                     last_sample = now
-            idle_until = time.monotonic() + self.pace * (time.thread_time() - cpu)
+            idle_until = time.monotonic() + min(self.pace * (time.thread_time() - cpu),
+                                                MAX_GAP)
 
     def _record(self, now: float, stimuli: list[Stimulus], cmds: list[Any],
                 before: set[str]) -> None:

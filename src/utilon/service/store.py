@@ -255,9 +255,15 @@ class Store:
         self.fence: tuple[str, int] | None = None  # (holder, term) once this server is active
         self.fence_idle_ms = 5000  # a fenced transaction idle this long is ended (PostgreSQL)
         self._lease_row = False  # the lease row is known to exist
+        # the writer's own connection, kept between its groups (``_group_tx``)
+        self._group_conn: Connection | None = None
+        self._insert_new = _insert_new_sql(self.engine.dialect.name)
 
     def close(self) -> None:
         self.writer.close()
+        if self._group_conn is not None:
+            self._group_conn.close()
+            self._group_conn = None
         self.engine.dispose()
 
     @contextmanager
@@ -267,6 +273,27 @@ class Store:
             if self.fence is not None:
                 self._check_fence(conn, self.fence)
             yield conn
+
+    @contextmanager
+    def _group_tx(self) -> Iterator[Connection]:
+        """``tx()`` on the writer's own connection, kept open between groups: checking a
+        connection out of the pool and resetting it on the way back cost as much CPU as a
+        small group's statements.  A transaction that fails closes it (it may be broken: a
+        database restarted), and the next group opens another.  Only the writer's thread
+        calls this."""
+        with self._write:
+            conn = self._group_conn
+            if conn is None or conn.closed or conn.invalidated:
+                conn = self._group_conn = self.engine.connect()
+            try:
+                with conn.begin():
+                    if self.fence is not None:
+                        self._check_fence(conn, self.fence)
+                    yield conn
+            except BaseException:
+                self._group_conn = None
+                conn.close()
+                raise
 
     def _check_fence(self, c: Connection, fence: tuple[str, int]) -> None:
         q = sa.select(leases.c.holder, leases.c.term)
@@ -415,35 +442,64 @@ class Store:
         subs = [item for item in batch if isinstance(item, _Submission)]
         rows: list[_Submission] = []
         seqs: Sequence[Any] = []
-        with self.tx() as c:
+        with self._group_tx() as c:
             for item in batch:
                 if isinstance(item, _Work):
                     item.result = item.fn(c)
             if subs:
-                taken = set(c.execute(sa.select(jobs.c.id).where(
-                    jobs.c.id.in_([sub.job_id for sub in subs]))).scalars())
-                for sub in subs:
-                    if sub.job_id not in taken:
-                        taken.add(sub.job_id)
-                        rows.append(sub)
-            if rows:
-                values = [{"id": sub.job_id, "tenant": sub.tenant, "spec": json.dumps(sub.spec),
-                           "state": "queued", "submitted": sub.submitted, "goal": sub.goal,
-                           "cancel_requested": False, "reason": ""} for sub in rows]
-                if getattr(c.dialect, "insert_executemany_returning_sort_by_parameter_order",
-                           False):
-                    # the rows' seq in the same statement (SQLite >= 3.35, PostgreSQL)
-                    seqs = c.execute(jobs.insert().returning(
-                        jobs.c.seq, sort_by_parameter_order=True), values).scalars().all()
-                else:
-                    c.execute(jobs.insert(), values)
-                    seqs = [0] * len(rows)
-                c.execute(events.insert(), [
-                    {"job": sub.job_id, "at": sub.submitted, "kind": "submitted", "detail": "",
-                     "incarnation": self.incarnation} for sub in rows])
+                rows, seqs = (self._insert_subs(c, subs) if self._insert_new is not None
+                              else self._insert_subs_asking(c, subs))
         for sub, seq in zip(rows, seqs, strict=True):  # committed
             sub.added = True
             sub.seq = int(seq)
+
+    def _insert_subs_asking(self, c: Connection, subs: list[_Submission]
+                            ) -> tuple[list[_Submission], Sequence[Any]]:
+        """``_insert_subs`` for a database without ``ON CONFLICT``: the ids the store has are
+        asked for first."""
+        taken = set(c.execute(sa.select(jobs.c.id).where(
+            jobs.c.id.in_([sub.job_id for sub in subs]))).scalars())
+        rows: list[_Submission] = []
+        for sub in subs:
+            if sub.job_id not in taken:
+                taken.add(sub.job_id)
+                rows.append(sub)
+        if not rows:
+            return rows, []
+        values = [{"id": sub.job_id, "tenant": sub.tenant, "spec": json.dumps(sub.spec),
+                   "state": "queued", "submitted": sub.submitted, "goal": sub.goal,
+                   "cancel_requested": False, "reason": ""} for sub in rows]
+        seqs: Sequence[Any]
+        if getattr(c.dialect, "insert_executemany_returning_sort_by_parameter_order", False):
+            seqs = c.execute(jobs.insert().returning(
+                jobs.c.seq, sort_by_parameter_order=True), values).scalars().all()
+        else:
+            c.execute(jobs.insert(), values)
+            seqs = [0] * len(rows)
+        c.execute(events.insert(), [
+            {"job": sub.job_id, "at": sub.submitted, "kind": "submitted", "detail": "",
+             "incarnation": self.incarnation} for sub in rows])
+        return rows, seqs
+
+    def _insert_subs(self, c: Connection, subs: list[_Submission]
+                     ) -> tuple[list[_Submission], list[int]]:
+        """Insert ``subs`` (SQLite, PostgreSQL): the first of each id, unless the store has
+        it already, found by the insert itself (``ON CONFLICT DO NOTHING``): no query
+        before it.  The submissions inserted and their seq."""
+        assert self._insert_new is not None
+        first: dict[str, _Submission] = {}
+        for sub in subs:
+            first.setdefault(sub.job_id, sub)  # a later one of the group is refused
+        values = [{"id": sub.job_id, "tenant": sub.tenant, "spec": json.dumps(sub.spec),
+                   "state": "queued", "submitted": sub.submitted, "goal": sub.goal,
+                   "cancel_requested": False, "reason": ""} for sub in first.values()]
+        added = {str(r[0]): int(r[1]) for r in c.execute(self._insert_new, values)}
+        rows = [sub for sub in first.values() if sub.job_id in added]
+        if rows:
+            c.execute(events.insert(), [
+                {"job": sub.job_id, "at": sub.submitted, "kind": "submitted", "detail": "",
+                 "incarnation": self.incarnation} for sub in rows])
+        return rows, [added[sub.job_id] for sub in rows]
 
     def get(self, job_id: str) -> JobRecord | None:
         with self.engine.connect() as c:
@@ -586,6 +642,19 @@ _CLOSE_ATTEMPT = (attempts.update().where(attempts.c.job == sa.bindparam("b_job"
                   .where(attempts.c.task == sa.bindparam("b_task"))
                   .where(attempts.c.end.is_(None))
                   .values(end=sa.bindparam("b_end"), outcome=sa.bindparam("b_outcome")))
+
+
+def _insert_new_sql(dialect: str) -> sa.Insert | None:
+    """INSERT of jobs that skips an id the store has, returning (id, seq) of each row it
+    wrote; None for a database without ``ON CONFLICT`` (the store then asks first)."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert  # type: ignore[assignment]
+    else:
+        return None
+    return insert(jobs).on_conflict_do_nothing(index_elements=[jobs.c.id]).returning(
+        jobs.c.id, jobs.c.seq)
 
 
 @functools.cache

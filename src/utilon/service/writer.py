@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
+from utilon.service.osthread import name_this_thread
+
 T = TypeVar("T")
 
 MAX_GROUP = 500
@@ -67,6 +69,7 @@ class GroupWriter(Generic[T]):
             t.join(timeout)
 
     def _run(self) -> None:
+        name_this_thread(self.name)
         while True:
             with self._cond:
                 while not self._waiting and not self._closing:
