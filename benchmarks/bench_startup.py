@@ -15,6 +15,10 @@ Commands (the console script next to this interpreter, ``.venv/bin/utilon``):
   scenario names);
 * ``validate-small``: ``utilon validate examples/small-mapreduce.yaml`` (five explicit jobs:
   what validating costs beyond the imports, by difference with ``validate``);
+* ``validate:<name>``: ``utilon validate examples/<name>.yaml`` for every example (``--only
+  examples`` times them all: issue 47's goal holds for each; alsched's names its solver, and
+  the cloud scenarios Cura's world);
+* ``simulate-help``: ``utilon simulate --help`` (one command's help: its parameters built);
 * ``policies``: ``utilon policies`` (imports every built-in policy to describe it);
 * ``import``: ``python -c "import utilon.cli"`` (what every command pays before it runs).
 
@@ -30,7 +34,8 @@ are compiled on every start unless a ``src/utilon/**/__pycache__`` exists -- the
 shell or CI job that sets ``PYTHONDONTWRITEBYTECODE``.  ``both`` times each.
 
 Issue 47's goal is ``--help`` and ``validate`` under 0.5 s; the script prints whether each
-median meets it and exits 0 either way (tests hold what is imported, not how fast: see
+median meets it, and whether its CPU time is under 0.45 s (``GOAL_CPU_S``: what a busy machine
+still lets one compare), and exits 0 either way (tests hold what is imported, not how fast: see
 ``tests/test_startup.py``).  ``--json FILE`` also writes every figure.
 """
 
@@ -52,16 +57,24 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GOAL_S = 0.5
-GOALS = {"help": GOAL_S, "validate": GOAL_S, "validate-small": GOAL_S}
+#: the CPU time that leaves the wall-time goal some margin on an idle machine; on a busy one the
+#: wall time says little and the CPU time is the figure to compare
+GOAL_CPU_S = 0.45
 SMALL = ROOT / "examples" / "small-mapreduce.yaml"
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+GOALS = {"help": GOAL_S, "validate": GOAL_S, "validate-small": GOAL_S,
+         **{f"validate:{e.stem}": GOAL_S for e in EXAMPLES}}
 
 
 def commands(scenario: Path) -> dict[str, list[str]]:
     utilon = BIN / "utilon"
     exe = [str(utilon)] if utilon.exists() else [sys.executable, "-m", "utilon.cli"]
     return {"help": [*exe, "--help"],
+            "simulate-help": [*exe, "simulate", "--help"],
             "validate": [*exe, "validate", str(scenario)],
             "validate-small": [*exe, "validate", str(SMALL)],
+            **{f"validate:{e.stem}": [*exe, "validate", str(e.relative_to(ROOT))]
+               for e in EXAMPLES},
             "policies": [*exe, "policies"],
             "import": [sys.executable, "-c", "import utilon.cli"]}
 
@@ -101,15 +114,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytecode", choices=("cached", "none", "both"), default="cached",
                     help="time with a warm bytecode cache, with none, or both (see above)")
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "facebook-mix.yaml")
-    ap.add_argument("--only", default="help,validate,validate-small,policies,import",
-                    help="comma-separated commands to time")
+    ap.add_argument("--only", default="help,simulate-help,validate,validate-small,policies,"
+                    "import", help="comma-separated commands to time; `examples` stands for "
+                    "validate:<name> of every example")
     ap.add_argument("--json", type=Path, default=None, help="also write results here")
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error("--runs must be at least 1")
 
     cmds = commands(args.scenario)
-    wanted = [c.strip() for c in args.only.split(",") if c.strip()]
+    wanted = [w for c in args.only.split(",") if c.strip()
+              for w in ([f"validate:{e.stem}" for e in EXAMPLES] if c.strip() == "examples"
+                        else [c.strip()])]
     unknown = sorted(set(wanted) - set(cmds))
     if unknown:
         ap.error(f"unknown command(s) {', '.join(unknown)}; known: {', '.join(cmds)}")
@@ -133,14 +149,17 @@ def main(argv: list[str] | None = None) -> int:
                 cpu = statistics.median(c for _, c in runs)
                 goal = GOALS.get(name)
                 verdict = "" if goal is None else (
-                    f"  goal < {goal:g} s: {'met' if med < goal else 'NOT met'}")
-                print(f"{name:>14} [{mode:>6} bytecode]: {med:5.3f} s ({min(times):.3f}-"
+                    f"  goal < {goal:g} s: {'met' if med < goal else 'NOT met'}, CPU < "
+                    f"{GOAL_CPU_S:g} s: {'met' if cpu < GOAL_CPU_S else 'NOT met'}")
+                print(f"{name:>24} [{mode:>6} bytecode]: {med:5.3f} s ({min(times):.3f}-"
                       f"{max(times):.3f}), CPU {cpu:5.3f} s, load {before} -> {after}{verdict}")
                 rows.append({"command": name, "argv": [Path(argv_[0]).name, *argv_[1:]],
                              "bytecode": mode, "runs": args.runs, "median_s": round(med, 4),
                              "min_s": round(min(times), 4), "max_s": round(max(times), 4),
                              "cpu_median_s": round(cpu, 4),
                              "goal_s": goal, "met": None if goal is None else med < goal,
+                             "cpu_goal_s": None if goal is None else GOAL_CPU_S,
+                             "cpu_met": None if goal is None else cpu < GOAL_CPU_S,
                              "load_before": before, "load_after": after})
     if args.json is not None:
         report = {"results": rows,

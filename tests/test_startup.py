@@ -86,6 +86,32 @@ def test_validate_loads_the_scenario_format_and_the_one_policy_it_names() -> Non
     assert "typer.rich_utils" not in mods
 
 
+#: what only running a cloud scenario needs (validating one reads the fleet, the profiles,
+#: the jobs and the service it names: utilon.cloud's model, profile, scenario and policy)
+CLOUD_RUNNING = ("utilon.cloud.sim", "utilon.cloud.outputs", "utilon.cloud.metrics",
+                 "utilon.cloud.live", "utilon.cloud.provider", "utilon.cloud.ray_provider")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_validating_an_example_loads_no_solver_and_none_of_the_running_machinery(
+        path: Path) -> None:
+    """Every example (issue 47: ``validate`` on each under 0.5 s): alsched's exact solvers
+    (HiGHS, scipy) load with their first solve, and a cloud scenario's check goes without
+    the runner (the simulators, the live backends)."""
+    text = path.read_text(encoding="utf-8")
+    cloud = "cloud:" in text
+    mods = loaded_by(run_main("validate", str(path)))
+    assert "utilon.scenario.spec" in mods and ("utilon.cloud.scenario" in mods) == cloud
+    assert not under(mods, HEAVY)
+    # a cloud scenario is Cura's world (utilon.cloud), and a SWIM-shaped one reads its trace;
+    # real jobs (run:) are planned by their kinds, which validate checks
+    allowed = (("utilon.cloud", "utilon.traces") if cloud else ()) + (
+        ("utilon.jobs.kinds",) if "run:" in text else ())
+    assert not under(mods, [m for m in RUNNING if m not in allowed])
+    assert not under(mods, CLOUD_RUNNING)
+
+
 def test_listing_and_naming_policies_imports_none_of_them() -> None:
     mods = loaded_by("from utilon.policies import policy_names, world_of\n"
                      "assert 'fifo' in policy_names() and world_of('cura') == 'cloud'")

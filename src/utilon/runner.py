@@ -38,6 +38,7 @@ from utilon.policies import (
     policy_names,
 )
 from utilon.scenario.build import Workload
+from utilon.scenario.params import scenario_params
 from utilon.scenario.spec import ScenarioSpec
 from utilon.sim.engine import SimResult, Simulation
 from utilon.sim.estimates import Priors, priors
@@ -65,15 +66,6 @@ RunOutput = Output[Policy, SimResult]
 """What ``run_policy`` returns: a slot-world run."""
 CloudRunOutput = Output[CloudPolicy, CloudResult]
 """What ``run_cloud_policy`` returns: a cloud service's run."""
-
-
-def scenario_params(spec: ScenarioSpec | CloudScenarioSpec, name: str) -> dict[str, Any]:
-    """What a scenario of either world sets for policy ``name``: ``policies.<name>``, then
-    ``policy.params`` when ``policy.name`` is it."""
-    params = dict(spec.policies.get(name, {}))
-    if spec.policy is not None and spec.policy.name == name:
-        params.update(spec.policy.params)
-    return params
 
 
 def policy_for(workload: Workload, name: str,

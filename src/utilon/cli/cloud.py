@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from utilon.cli.common import out
 from utilon.cloud.scenario import CloudWorkload
 from utilon.errors import UtilonError
 from utilon.policies import cloud_policy_class, make_cloud_policy
+
+if TYPE_CHECKING:  # rich's tables load with the first table drawn, not for validate
+    from rich.table import Table
 
 
 def refuse_slot_options(workload: CloudWorkload, **given: Any) -> None:
@@ -43,6 +44,8 @@ def simulate_cloud(workload: CloudWorkload, name: str, params: dict[str, Any],
 
 
 def cloud_table(results: Sequence[dict[str, Any]], title: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left")
     for col in ("service", "servers", "misses", "dropped", "resp mean s", "resp p95 s",
                 "eff. util", "server-h / job", "usage cost", "reconfigs",
@@ -59,7 +62,7 @@ def cloud_table(results: Sequence[dict[str, Any]], title: str) -> Table:
 
 
 def validate_cloud(workload: CloudWorkload, scenario: Path) -> None:
-    from utilon.runner import scenario_params
+    from utilon.scenario.params import scenario_params  # not the runner: starts fast
 
     spec = workload.spec
     for name, params in spec.policies.items():

@@ -64,10 +64,14 @@ class Task:
         _check_duration(float(ds[0]))  # the error a task-by-task build would raise first
         _check_shared(demand, phases)
         made: dict[float, Task] = dict.fromkeys(ds)  # type: ignore[assignment]
-        for d in made:
+        values = list(map(float, made))
+        if not (all(map(math.isfinite, values)) and min(values) > 0):  # C-level passes
+            for v in values:
+                _check_duration(v)  # raises for the first bad one, as a task-by-task build
+        for d, v in zip(made, values, strict=True):
             # __init__ without __post_init__, which would check the shared demand again
             t = made[d] = _new(cls)
-            _set(t, "duration", _check_duration(float(d)))
+            _set(t, "duration", v)
             _set(t, "demand", demand)
             _set(t, "phases", phases)
         return tuple(map(made.__getitem__, ds))

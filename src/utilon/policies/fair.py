@@ -118,6 +118,8 @@ class FairSlots(Policy):
     def unrunnable(self, job: Job, cluster: Cluster) -> str | None:
         """A gang stage needs as many static slots at once as it has tasks (each on a machine
         it fits): more than ``k`` (``reduce_k``) per machine allow, and it never starts."""
+        if not any(st.gang for st in job.stages):
+            return None  # the machines' reach is worked out only for a gang (validate's time)
         names = cluster.resource_names
         caps = reach(cluster, names, job.submit)
         for st in job.stages:

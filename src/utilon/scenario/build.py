@@ -17,6 +17,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # a real job's code: loaded when a scenario has one (`run:`)
     from utilon.jobs.plan import JobPlan
 
 _SLACK = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*x\s*$")
+_duration = attrgetter("duration")
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ class _Builder:
                     f"gang stage {st.name!r} needs {len(st.tasks)} tasks at once but the "
                     f"cluster holds only {int(fit)} of them", where=loc,
                     fix="make the gang smaller or the cluster bigger")
-            longest = max(t.duration for t in st.tasks)
+            longest = max(map(_duration, st.tasks))
             t = max(longest, st.work / min(fit, len(st.tasks)))
             finish[st.name] = max((finish[a] for a in st.after), default=0.0) + t
         return max(finish.values())

@@ -21,7 +21,8 @@ AttrValue = str | int | float | bool
 
 class _Strict(BaseModel):
     # NaN and infinity are never meaningful in a scenario: refuse them at the field
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                                defer_build=True)
 
 
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS)]

@@ -16,6 +16,8 @@ each job's utility (``trim``), whose utilities are evaluated from that allocatio
 
 from __future__ import annotations
 
+from typing import Any
+
 from utilon.errors import UnknownNameError
 from utilon.policies.alsched.solvers.auto import (
     DEFAULT_BUDGET,
@@ -25,9 +27,7 @@ from utilon.policies.alsched.solvers.auto import (
     solve_auto,
     solve_auto_outcome,
 )
-from utilon.policies.alsched.solvers.bnb import solve_bnb
 from utilon.policies.alsched.solvers.greedy import solve_greedy
-from utilon.policies.alsched.solvers.milp import solve_milp
 from utilon.policies.alsched.solvers.problem import (
     Problem,
     Request,
@@ -54,9 +54,27 @@ def solve(problem: Problem, solver: str = "greedy", *, time_limit: float = 10.0,
     if solver == "greedy":
         return solve_greedy(problem)
     if solver == "bnb":
+        from utilon.policies.alsched.solvers.bnb import solve_bnb
+
         return solve_bnb(problem, time_limit=time_limit, node_limit=node_limit)
     if solver == "milp":
+        from utilon.policies.alsched.solvers.milp import solve_milp
+
         return solve_milp(problem, time_limit=time_limit)
     if solver == "auto":
         return solve_auto(problem, budget=time_limit, max_size=max_size)
     raise UnknownNameError("alsched solver", solver, SOLVERS)
+
+
+def __getattr__(name: str) -> Any:
+    """The exact solvers load HiGHS and scipy: imported when first used, so that checking a
+    scenario with alsched (``utilon validate``) does without them (issue 47's startup goal)."""
+    if name == "solve_bnb":
+        from utilon.policies.alsched.solvers.bnb import solve_bnb
+
+        return solve_bnb
+    if name == "solve_milp":
+        from utilon.policies.alsched.solvers.milp import solve_milp
+
+        return solve_milp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,6 @@ from typing import Literal
 from utilon.policies.alsched.lang import walk
 from utilon.policies.alsched.lang.ast import TOL
 from utilon.policies.alsched.solvers.greedy import solve_greedy
-from utilon.policies.alsched.solvers.milp import solve_milp
 from utilon.policies.alsched.solvers.problem import Problem, Solution, make_solution, upper
 
 DEFAULT_BUDGET = 0.2
@@ -83,6 +82,8 @@ def solve_auto_outcome(problem: Problem, *, budget: float = DEFAULT_BUDGET,
         how: How = "size" if problem.requests else "optimal"
         sol = replace(greedy, solver="auto", seconds=time.perf_counter() - start)
         return Outcome(sol, how, greedy.total, None if how == "size" else 0.0, size)
+    from utilon.policies.alsched.solvers.milp import solve_milp  # HiGHS: loaded when used
+
     exact = solve_milp(problem, time_limit=budget, greedy=greedy)
     optimal = exact.status == "optimal"
     if exact.total > greedy.total + TOL:
