@@ -40,8 +40,11 @@ demo: $(STAMP)
 # One pytest-xdist worker per logical core (TEST_WORKERS=0: all in this process); --dist
 # loadfile keeps each test file on one worker, so a module's fixtures (a server, a Ray
 # cluster, a PostgreSQL) start once.
+# utilon's own modules are byte-compiled first: with PYTHONDONTWRITEBYTECODE set, every
+# spawned worker, server and Ray process would compile them anew (0.25 s of CPU each).
 TEST_WORKERS ?= logical
 test: $(TSTAMP) browser
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own
