@@ -44,7 +44,8 @@ def test_the_league_file_parses_and_names_both_sets() -> None:
 def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) -> None:
     """Every scenario and trace file is there, every competitor and its parameters are
     accepted, and the seeds are as documented (the demo at 7-11 and, from the first held-out
-    set, at 100-104, from the second at 300-304; held out at 500-504)."""
+    set, at 100-104, from the second at 300-304, from the third at 500-504; held out at
+    700-704)."""
     s = setup(LEAGUE, set_name, out=tmp_path)
     for w in s.workloads:
         assert problems(w, s.where) == []
@@ -53,8 +54,9 @@ def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) ->
         assert s.seeds["demo"] == (7, 8, 9, 10, 11)
         assert s.seeds["demo-seeds-100"] == (100, 101, 102, 103, 104)
         assert s.seeds["demo-seeds-300"] == (300, 301, 302, 303, 304)
-    else:
         assert s.seeds["demo-seeds-500"] == (500, 501, 502, 503, 504)
+    else:
+        assert s.seeds["demo-seeds-700"] == (700, 701, 702, 703, 704)
         # a held-out workload is never also a tuning one
         tuning = setup(LEAGUE, "tuning", out=tmp_path)
         assert not {w.name for w in s.workloads} & {w.name for w in tuning.workloads}

@@ -144,3 +144,44 @@ def test_reserve_modes_are_checked() -> None:
     assert make_policy("triage", {"reserve": False}).reserve_mode == "off"
     with pytest.raises(ParameterError, match="reserve"):
         make_policy("triage", {"reserve": "sometimes"})
+
+
+def test_cached_rows_give_the_decisions_of_a_fresh_computation() -> None:
+    """Triage keeps each queued job's row while its view is unchanged, and the last goal and
+    Smith orders.  Under online estimates a stage's estimate changes when its first task
+    ends (and the doubt with the measured errors): at every decision of a loaded run, the
+    decision must be the one computed with nothing cached (``forget`` before each), and
+    what is cached what a fresh computation gives (``validate``)."""
+    import random
+
+    from utilon.core.snapshot import ClusterSnapshot
+    from utilon.sim import Simulation
+    from utilon.sim.estimates import parse_mode, with_priors
+
+    rng = random.Random(3)
+    jobs = [make_job(f"j{i}", 3.0 * i, maps=rng.choice([1, 4, 12]), reduces=rng.choice([0, 2]),
+                     dur=rng.uniform(2, 30), deadline=3.0 * i + rng.uniform(20, 120),
+                     weight=rng.choice([1.0, 2.0]))
+            for i in range(60)]
+    jobs += [make_job(f"c{i}", 10.0 * i, maps=2, reduces=0, dur=5) for i in range(5)]  # no goal
+    jobs = list(with_priors(jobs, parse_mode("realistic"), seed=1))  # estimates off the truth
+    fresh = Triage()
+    seen: dict[tuple[str, int], set[float]] = {}
+    deferred: set[str] = set()
+
+    def check(now: float, snap: ClusterSnapshot, d: Decision) -> None:
+        for j in snap.jobs:
+            for s in j.stages:
+                seen.setdefault((j.id, s.index), set()).add(s.expected_duration)
+        deferred.update(i.job for i in d.infeasible if i.reason)
+        ours.validate(snap)
+        fresh.forget()
+        assert fresh.decide(snap) == d, f"decision at {now} differs from a fresh computation"
+
+    ours = Triage()
+    sim = Simulation(make_cluster(2, slots=4, cpu=4, mem=16), jobs, ours, validate=True,
+                     estimates="online", on_decision=check)
+    result = sim.run()
+    assert all(j.finish is not None for j in result.core.jobs.values())
+    assert sum(len(v) > 1 for v in seen.values()) >= 10  # estimates did change mid-run
+    assert len(deferred) >= 3  # and the run deferred jobs: the cached paths were exercised
