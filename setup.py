@@ -19,6 +19,7 @@ from setuptools.command.build_ext import build_ext
 
 HOT_MODULES = [
     "src/utilon/core/vec_native.py",
+    "src/utilon/core/make.py",
     "src/utilon/core/state.py",
     "src/utilon/core/dispatch.py",
     "src/utilon/core/scheduler.py",

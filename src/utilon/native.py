@@ -29,6 +29,7 @@ from types import ModuleType
 
 HOT_MODULES = (
     "utilon.core.vec_native",
+    "utilon.core.make",
     "utilon.core.state",
     "utilon.core.dispatch",
     "utilon.core.scheduler",

@@ -32,19 +32,17 @@ from utilon.core import vec_native
 from utilon.core.decision import Decision, SlotLimit
 from utilon.core.feasibility import pack
 from utilon.core.invariants import check_machine
-from utilon.core.messages import Command, Launch, TaskRef
-from utilon.core.state import FIT_EPS, CoreStats, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.make import launch, running, task_ref
+from utilon.core.messages import Command
+from utilon.core.state import CoreStats, GrantState, JobRT, MachineRT, StageRT
 from utilon.core.vec import AddSub
 from utilon.errors import IllegalTransition
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
-EPS: Final = FIT_EPS  # one tolerance for every capacity comparison
 _UP: Final = MachineState.UP
 _READY: Final = TaskState.READY
 _RUNNING: Final = TaskState.RUNNING
 _QUEUED: Final = JobState.QUEUED
-# Message NamedTuples built per task event skip their Python-level __new__ (same values)
-_tuple: Final = tuple.__new__
 # Compiled, the hot sites call ``vec_native``'s loops directly (a C call, no argument
 # parsing); interpreted, ``vec``'s generated functions, the faster ones there (``hot_ops``)
 NATIVE: Final = vec_native.COMPILED
@@ -144,10 +142,10 @@ class Dispatcher:
         st.running += 1
         st.view = None
         job.n_ready -= 1
-        ref = _tuple(TaskRef, (job.id, st.index, idx))
+        ref = task_ref(job=job.id, stage=st.index, index=idx)
         now = self.now
         st.started_sum += now
-        job.running[ref] = (m.index, now, self.stats.launched)  # (this launch's number)
+        job.running[ref] = running(machine=m.index, start=now, launch=self.stats.launched)
         v = st.vectors[idx]
         m.free = vec_native.sub(m.free, v) if NATIVE else self._vsub(m.free, v)
         m.ntasks += 1
@@ -176,7 +174,7 @@ class Dispatcher:
             self._open[m.index] = False
             self._n_open -= 1
         self.stats.launched += 1
-        cmds.append(_tuple(Launch, (ref, m.id)))
+        cmds.append(launch(task=ref, machine=m.id))
 
     def _check_machine(self, m: MachineRT) -> None:
         check_machine(self, m)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from utilon.core.state import FIT_EPS, MachineRT
+from utilon.core.state import MachineRT
+from utilon.core.tolerance import CHECK_SLACK
 from utilon.errors import IllegalTransition
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from utilon.core.dispatch import Dispatcher
     from utilon.core.scheduler import SchedulerCore
 
-EPS = FIT_EPS  # one tolerance for every capacity comparison
 _RUNNING = TaskState.RUNNING
 _READY = TaskState.READY
 _DONE = TaskState.DONE
@@ -35,7 +35,7 @@ def check_machine(core: Dispatcher, m: MachineRT) -> None:
                   and m.nreduce <= sl.reduce_per_machine)
         if not ok:
             raise IllegalTransition(f"machine {m.id} runs more tasks than its slots")
-    elif not all(u <= c + 1e-6 for u, c in zip(m.used, m.cap, strict=True)):
+    elif not all(u <= c + CHECK_SLACK for u, c in zip(m.used, m.cap, strict=True)):
         raise IllegalTransition(f"machine {m.id}: declared capacity exceeded: used "
                                 f"{m.used} > capacity {list(m.cap)}")
 
@@ -46,15 +46,16 @@ def check_invariants(core: SchedulerCore) -> None:
     ntasks = dict.fromkeys(per_machine, 0)
     for job in core.active.values():
         counts = {s.index: 0 for s in job.stages}
-        for ref, (mi, _, _) in job.running.items():
-            st = job.stages[ref[1]]
-            if st.states[ref[2]] is not _RUNNING:
+        for ref, run in job.running.items():
+            mi = run.machine
+            st = job.stages[ref.stage]
+            if st.states[ref.index] is not _RUNNING:
                 raise IllegalTransition(f"{ref} listed running but is "
-                                        f"{st.states[ref[2]].name}")
-            counts[ref[1]] += 1
+                                        f"{st.states[ref.index].name}")
+            counts[ref.stage] += 1
             ntasks[mi] += 1
             per_machine[mi] = [a + b for a, b in
-                               zip(per_machine[mi], st.vectors[ref[2]], strict=True)]
+                               zip(per_machine[mi], st.vectors[ref.index], strict=True)]
             if core.machines[mi].state is not _UP:
                 raise IllegalTransition(f"{ref} runs on machine that is down")
         n_ready = 0
@@ -74,7 +75,7 @@ def check_invariants(core: SchedulerCore) -> None:
     for m in core.machines:
         if ntasks[m.index] != m.ntasks:
             raise IllegalTransition(f"machine {m.id}: task count out of sync")
-        if any(abs(a - b) > 1e-6 for a, b in zip(per_machine[m.index], m.used, strict=True)):
+        if any(abs(a - b) > CHECK_SLACK for a, b in zip(per_machine[m.index], m.used, strict=True)):
             raise IllegalTransition(f"machine {m.id}: used {m.used} != "
                                     f"{per_machine[m.index]}")
         should_open = m.state is _UP and core._has_room(m)
@@ -89,7 +90,8 @@ def check_invariants(core: SchedulerCore) -> None:
             raise IllegalTransition(f"grant of {gs.job.id}: dispatch index out of sync")
         if gs.job.state is JobState.DONE or gs.job.state is JobState.CANCELLED:
             continue
-        expect = sum(1 for r, (mi, _, _) in gs.job.running.items() if gs.covers(r[1], mi))
+        expect = sum(1 for r, run in gs.job.running.items()
+                     if gs.covers(r.stage, run.machine))
         if expect != gs.running:
             raise IllegalTransition(f"grant of {gs.job.id}: running {gs.running} != "
                                     f"{expect}")

@@ -9,8 +9,17 @@ state, compiled.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from utilon.core.messages import TaskRef
+
+
+class Running(NamedTuple):
+    """A running task's record (``JobRT.running``): where and since when it runs."""
+
+    machine: int  # the machine's index
+    start: float
+    launch: int  # the core's count of launches before it: orders the tasks of a machine
 
 
 @dataclass(frozen=True, slots=True)

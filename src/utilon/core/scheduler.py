@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from operator import itemgetter, le
+from operator import attrgetter, le
 from typing import Final
 
 import numpy as np
@@ -37,6 +37,7 @@ from utilon.core.decision import Decision, Grant, SlotLimit
 from utilon.core.dispatch import NATIVE, Dispatcher
 from utilon.core.feasibility import StageVectors, check_workload, demand_vectors, pack
 from utilon.core.invariants import check_invariants
+from utilon.core.make import grant, job_view, stage_view, task_finished
 from utilon.core.messages import (
     CapacityChanged,
     Command,
@@ -53,9 +54,8 @@ from utilon.core.messages import (
 )
 from utilon.core.policy import Policy
 from utilon.core.records import Attempt, FastPaths
-from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
+from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView
 from utilon.core.state import (
-    FIT_EPS,
     CoreStats,
     GrantState,
     JobRT,
@@ -64,6 +64,7 @@ from utilon.core.state import (
     StageRT,
 )
 from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
+from utilon.core.tolerance import EPS
 from utilon.core.validate import validate_decision
 from utilon.core.vec import hot_ops
 from utilon.errors import IllegalTransition
@@ -73,15 +74,12 @@ from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
 
 log = logging.getLogger(__name__)
 
-EPS: Final = FIT_EPS  # one tolerance for every capacity comparison
 INF: Final = float("inf")
 _RUNNING: Final = TaskState.RUNNING
 _READY: Final = TaskState.READY
 _DONE: Final = TaskState.DONE
 _TASK_FINISHED: Final = Trigger.TASK_FINISHED
 _UP: Final = MachineState.UP
-# Message NamedTuples built per task event skip their Python-level __new__ (same values)
-_tuple: Final = tuple.__new__
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET: Final = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 _JUST_FINISHED: Final = frozenset({Trigger.TASK_FINISHED})
@@ -89,7 +87,7 @@ _DONE_CODE: Final = OUTCOME_CODE["done"]
 _PENDING_ROWS: Final = PENDING_ROWS
 _ARRIVAL_ONLY: Final = frozenset({Trigger.ARRIVAL})
 _NONE: Final = {None}
-_slots: Final = itemgetter(1)  # Grant.slots
+_slots: Final = attrgetter("slots")
 ESTIMATE_MODES: Final = ("declared", "online")
 # A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
 # with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
@@ -98,7 +96,7 @@ MAX_IDLE_TICKS: Final = 1000
 
 def _scoped(g: Grant) -> bool:
     """Not a plain whole-job grant: a stage, machines, kill_excess or gang."""
-    return g[2] is not None or g[3] is not None or g[4] or g[5]
+    return g.stage is not None or g.machines is not None or g.kill_excess or g.gang
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
@@ -202,10 +200,11 @@ class SchedulerCore(Dispatcher):
         at once): without a capacity change or an arrival nothing can start or finish."""
         machines = self.machines
         for job in self.active.values():
-            for ref, (mi, _, _) in job.running.items():
-                m = machines[mi]
+            for ref, run in job.running.items():
+                m = machines[run.machine]
                 # a task on a machine scaled or slowed to zero makes no progress
-                if m.speed > 0 and (m.scale > 0 or not any(job.stages[ref[1]].vectors[ref[2]])):
+                demand = job.stages[ref.stage].vectors[ref.index]
+                if m.speed > 0 and (m.scale > 0 or not any(demand)):
                     return False
         caps = [m.capx for m in self.machines if m.state is _UP]
         for job in self.active.values():
@@ -295,26 +294,27 @@ class SchedulerCore(Dispatcher):
         deliberate: calling ``_release`` instead measured 6% more CPU on the 10^5-task
         benchmark; ``tests/test_sim_fast_path.py`` holds both paths to the same outputs.
         """
-        job = self.active.get(ref[0])
+        job = self.active.get(ref.job)
         if job is None or self.validate or self.online or now < self.now - EPS:
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
-        st = job.stages[ref[1]]
+            return self.handle(now, [task_finished(task=ref)])
+        st = job.stages[ref.stage]
         if st.done + 1 == st.total:  # the stage finishes: the general path
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
+            return self.handle(now, [task_finished(task=ref)])
         gstates = job.gstates
         if gstates:
             gs = gstates[0]
             if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
-                return self.handle(now, [_tuple(TaskFinished, (ref,))])
+                return self.handle(now, [task_finished(task=ref)])
         # _on_finished, inlined (the last check: a stale completion changed nothing above)
         running = job.running
         run = running.get(ref)  # (get and del: native operations; pop with a default is not)
         if run is None:  # it raced a kill or a machine loss: the general path counts it
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
+            return self.handle(now, [task_finished(task=ref)])
         del running[ref]
         self.now = now
-        mi, start, _ = run
-        idx = ref[2]
+        mi = run.machine
+        start = run.start
+        idx = ref.index
         states = st.states
         if states[idx] is not _RUNNING:
             check_move(f"task {ref}", states[idx], _DONE)
@@ -361,7 +361,7 @@ class SchedulerCore(Dispatcher):
         if self.record_attempts:
             self.attempts.append(Attempt(ref, m.id, start, now, "done"))
         rows = self._attempt_rows  # Timeline.attempt(..., "done"), inlined
-        rows.append((job.seq, ref[1], idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
+        rows.append((job.seq, ref.stage, idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
         if len(rows) >= _PENDING_ROWS:
             self.timeline.flush()
         if not self._open[mi] and m.state is _UP:
@@ -460,27 +460,27 @@ class SchedulerCore(Dispatcher):
                 self._refresh_open(m)
 
     def _on_finished(self, ref: TaskRef, triggers: set[Trigger], touched: list[int]) -> None:
-        job = self.active.get(ref[0])
+        job = self.active.get(ref.job)
         run = job.running.pop(ref, None) if job is not None else None
         if job is None or run is None:
             # A completion that raced a kill or a machine loss: the core already re-queued it.
             self.stats.stale += 1
             log.debug("ignoring completion of %s: not running", ref)
             return
-        st = job.stages[ref[1]]
-        if st.states[ref[2]] is not _RUNNING:  # the table check, inlined: this is the hot path
-            check_move(f"task {ref}", st.states[ref[2]], _DONE)
-        st.states[ref[2]] = _DONE
+        st = job.stages[ref.stage]
+        if st.states[ref.index] is not _RUNNING:  # the table check, inlined: this is the hot path
+            check_move(f"task {ref}", st.states[ref.index], _DONE)
+        st.states[ref.index] = _DONE
         st.running -= 1
-        st.started_sum = st.started_sum - run[1] if st.running else 0.0
+        st.started_sum = st.started_sum - run.start if st.running else 0.0
         st.done += 1
         st.view = None
-        m = self.machines[run[0]]
+        m = self.machines[run.machine]
         if self.online:  # the stage's estimate becomes the mean of what was measured
             st.observed += 1
-            st.observed_sum += self.now - run[1]
+            st.observed_sum += self.now - run.start
             st.expected = max(st.observed_sum / st.observed, EPS)
-        self._release(job, st, ref, m, run[1], "done")
+        self._release(job, st, ref, m, run.start, "done")
         self.stats.completed += 1
         self.fast.general_finishes += 1
         touched.append(m.index)
@@ -506,7 +506,7 @@ class SchedulerCore(Dispatcher):
             self.stats.stale += 1
             return False
         for ref in list(job.running):
-            self._requeue(job, TaskRef(*ref), "killed", cmds, reason=f"job {reason}")
+            self._requeue(job, ref, "killed", cmds, reason=f"job {reason}")
         for st in job.stages:  # nothing of it may be dispatched again
             st.ready.clear()
             st.view = None
@@ -535,11 +535,11 @@ class SchedulerCore(Dispatcher):
 
     def _on_failed(self, s: TaskFailed, triggers: set[Trigger], cmds: list[Command]) -> None:
         ref = s.task
-        job = self.active.get(ref[0])
+        job = self.active.get(ref.job)
         if job is None or ref not in job.running:
             self.stats.stale += 1
             return
-        st = job.stages[ref[1]]
+        st = job.stages[ref.stage]
         self._requeue(job, ref, "failed", None)
         triggers.add(Trigger.TASK_FAILED)
         self._requeue_gang(job, st.index, cmds, "gang member failed")
@@ -547,8 +547,8 @@ class SchedulerCore(Dispatcher):
     def _requeue_gang(self, job: JobRT, stage: int, cmds: list[Command], reason: str) -> None:
         """A gang runs whole or not at all: when one member stops, kill the others too."""
         if job.stages[stage].gang:
-            for other in [r for r in job.running if r[1] == stage]:
-                self._requeue(job, TaskRef(*other), "killed", cmds, reason=reason)
+            for other in [r for r in job.running if r.stage == stage]:
+                self._requeue(job, other, "killed", cmds, reason=reason)
 
     def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float,
                      cmds: list[Command]) -> None:
@@ -560,11 +560,11 @@ class SchedulerCore(Dispatcher):
         elif action is CapacityAction.LEAVE:
             check_move(f"machine {m.id}", m.state, MachineState.DOWN)
             for ref in self.tasks_on(m.index):
-                job = self.active[ref[0]]
+                job = self.active[ref.job]
                 if ref not in job.running:
                     continue  # a gang sibling already brought back below
-                self._requeue(job, TaskRef(*ref), "lost", None)
-                self._requeue_gang(job, ref[1], cmds, "gang member lost")
+                self._requeue(job, ref, "lost", None)
+                self._requeue_gang(job, ref.stage, cmds, "gang member lost")
             m.state = MachineState.DOWN
         elif action is CapacityAction.SCALE:
             used = m.used
@@ -638,7 +638,7 @@ class SchedulerCore(Dispatcher):
     # ------------------------------------------------------------------ launching and releasing
     def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
                  outcome: str) -> None:
-        v = st.vectors[ref[2]]
+        v = st.vectors[ref.index]
         m.ntasks -= 1
         if st.is_reduce:
             m.nreduce -= 1
@@ -652,18 +652,18 @@ class SchedulerCore(Dispatcher):
             first = gstates[0]
             gs: GrantState | None = first
             if len(gstates) > 1 or first.stage is not None or first.mask is not None:
-                gs = self._grant_for(job, ref[1], m.index)
+                gs = self._grant_for(job, ref.stage, m.index)
             if gs is not None:
                 gs.running -= 1
             self._touch(job)
         dt = self.now - start
-        self._add_busy(st.vkeys[ref[2]], dt)
+        self._add_busy(st.vkeys[ref.index], dt)
         if m.price:
             share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
             job.cost += dt * m.price / 3600.0 * share
         if self.record_attempts:
             self.attempts.append(Attempt(ref, m.id, start, self.now, outcome))
-        self.timeline.attempt(job.seq, ref[1], ref[2], m.index, start, self.now,
+        self.timeline.attempt(job.seq, ref.stage, ref.index, m.index, start, self.now,
                               v[self._slot_idx], outcome)
         if not self._open[m.index]:
             self._refresh_open(m)
@@ -679,13 +679,15 @@ class SchedulerCore(Dispatcher):
     def _requeue(self, job: JobRT, ref: TaskRef, outcome: str, cmds: list[Command] | None,
                  reason: str = "preempted") -> None:
         """RUNNING -> READY: killed (emit Preempt), lost with a machine, or failed."""
-        mi, start, _ = job.running.pop(ref)
-        st = job.stages[ref[1]]
-        check_move(f"task {ref}", st.states[ref[2]], _READY)
-        st.states[ref[2]] = _READY
+        run = job.running.pop(ref)
+        mi = run.machine
+        start = run.start
+        st = job.stages[ref.stage]
+        check_move(f"task {ref}", st.states[ref.index], _READY)
+        st.states[ref.index] = _READY
         st.running -= 1
         st.started_sum = st.started_sum - start if st.running else 0.0
-        st.ready.appendleft(ref[2])
+        st.ready.appendleft(ref.index)
         st.view = None
         job.n_ready += 1
         m = self.machines[mi]
@@ -694,12 +696,12 @@ class SchedulerCore(Dispatcher):
         if cmds is not None:
             cmds.append(Preempt(ref, m.id, reason))
 
-    def tasks_on(self, machine: int) -> list[tuple[str, int, int]]:
+    def tasks_on(self, machine: int) -> list[TaskRef]:
         """The tasks running on machine ``machine`` (an index), in launch order.  Gathered
         from the jobs' running records (a machine keeps only counts, so that a launch and a
         release update no per-machine record of tasks); for a machine that leaves, and tests."""
-        found = sorted((run[2], ref) for job in self.active.values()
-                       for ref, run in job.running.items() if run[0] == machine)
+        found = sorted((run.launch, ref) for job in self.active.values()
+                       for ref, run in job.running.items() if run.machine == machine)
         return [ref for _, ref in found]
 
     def _grant_for(self, job: JobRT, stage: int, machine: int) -> GrantState | None:
@@ -733,8 +735,8 @@ class SchedulerCore(Dispatcher):
             placement = {}
             for j in self.active.values():
                 where: dict[tuple[int, int], int] = {}
-                for ref, (mi, _, _) in j.running.items():
-                    key = (ref[1], mi)
+                for ref, run in j.running.items():
+                    key = (ref.stage, run.machine)
                     where[key] = where.get(key, 0) + 1
                 placement[j.id] = where
         job_view = self._job_view  # called for changed jobs only; the rest reuse their view
@@ -761,8 +763,8 @@ class SchedulerCore(Dispatcher):
 
     def _job_view(self, j: JobRT) -> JobView:
         if j.dirty or j.view is None:
-            # Built positionally (fields in declaration order) without the NamedTuples'
-            # Python-level __new__: hundreds of views per decision, thousands of decisions.
+            # Built by the ``make`` builders (no NamedTuple __new__): hundreds of views per
+            # decision, thousands of decisions.
             stages = []
             si = self._slot_idx
             for st in j.stages:
@@ -772,16 +774,18 @@ class SchedulerCore(Dispatcher):
                     head = ready[0] if ready else 0
                     size = st.vectors[head][si]
                     stage = st.stage
-                    st.view = view = _tuple(StageView, (
-                        stage.name, st.index, stage.kind, st.total,
-                        st.total if st.locked else 0, len(ready), st.running, st.done,
-                        st.expected, stage.tasks[head].demand, size if size > 0 else 1.0,
-                        st.gang, stage.request, st.started_sum))
+                    st.view = view = stage_view(
+                        name=stage.name, index=st.index, kind=stage.kind, total=st.total,
+                        waiting=st.total if st.locked else 0, ready=len(ready),
+                        running=st.running, done=st.done, expected_duration=st.expected,
+                        demand=stage.tasks[head].demand, slot_size=size if size > 0 else 1.0,
+                        gang=st.gang, request=stage.request, started_sum=st.started_sum)
                 stages.append(view)
             job = j.job
-            j.view = _tuple(JobView, (job.id, job.tenant, job.submit, job.weight, job.priority,
-                                      job.job_class, job.utility, j.state, j.start,
-                                      tuple(stages)))
+            j.view = job_view(id=job.id, tenant=job.tenant, submit=job.submit,
+                              weight=job.weight, priority=job.priority, job_class=job.job_class,
+                              utility=job.utility, state=j.state, started=j.start,
+                              stages=tuple(stages))
             j.dirty = False
         return j.view
 
@@ -808,7 +812,7 @@ class SchedulerCore(Dispatcher):
                           and decision.slot_limit is None and not decision.infeasible
                           and decision.solver_seconds is None)  # (a solver's time: its own)
         if self._in_order:
-            self._ordered = {g[0]: g for g in grants}  # (every granted job is active now)
+            self._ordered = {g.job: g for g in grants}  # (every granted job is active now)
             self._in_order = len(self._ordered) == len(grants)  # and named once
 
     def _extend_order(self, cmds: list[Command]) -> bool:
@@ -832,13 +836,13 @@ class SchedulerCore(Dispatcher):
             return False  # a new job goes before the last granted job still active
         if len(kept) + len(new) != len(active):
             return False
-        tail = tuple([_tuple(Grant, (v[0], None, None, None, False, False)) for v in new])
+        tail = tuple([grant(job=v.id) for v in new])
         # _install for this decision: nothing infeasible, no slot limit before or after, and
         # the kept grants are the installed ones (_install_extension's test holds by design)
         self.decision = Decision(grants=(*kept.values(), *tail))
         self._backfill = False
         for g in tail:
-            kept[g[0]] = g
+            kept[g.job] = g
         self._append_grants(tail)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
@@ -909,10 +913,11 @@ class SchedulerCore(Dispatcher):
         for g, gs in zip(decision.grants, grants, strict=True):
             if g.kill_excess and gs.running > gs.limit:
                 excess = int(gs.running - gs.limit)
-                victims = [r for r, (mi, _, _) in reversed(gs.job.running.items())
-                           if gs.covers(r[1], mi)][:excess]  # most recently started first
+                # the most recently started first
+                victims = [r for r, run in reversed(gs.job.running.items())
+                           if gs.covers(r.stage, run.machine)][:excess]
                 for ref in victims:
-                    self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
+                    self._requeue(gs.job, ref, "killed", cmds)
 
     def _install_extension(self, before: tuple[Grant, ...], grants: tuple[Grant, ...]) -> bool:
         """Install ``grants`` incrementally when they are the installed whole-job grants of
@@ -925,7 +930,7 @@ class SchedulerCore(Dispatcher):
         grant's job (``_touch``) between decisions; the new grants are built as it builds them.
         """
         active = self.active
-        kept = [g for g in before if g[0] in active]
+        kept = [g for g in before if g.job in active]
         k = len(kept)
         if len(grants) < k or grants[:k] != tuple(kept):
             return False
@@ -959,8 +964,8 @@ class SchedulerCore(Dispatcher):
             self._grants = old = new_grants
         touch = self._touch
         for order, g in enumerate(tail, len(old)):
-            job = active[g[0]]
-            slots = g[1]
+            job = active[g.job]
+            slots = g.slots
             gs = GrantState(order, job, None, None, INF if slots is None else slots)
             gs.running = len(job.running)
             job.gstates.append(gs)

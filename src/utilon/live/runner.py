@@ -28,6 +28,7 @@ from utilon.core.messages import (
 )
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.errors import UtilonError
 from utilon.jobs.plan import Verification
 from utilon.live.backend import Backend
@@ -192,10 +193,10 @@ def progress_of(core: SchedulerCore, now: float, total: int) -> LiveProgress:
         goal = j.job.utility.goal
         if j.finish is not None:
             utility += j.job.utility.value(j.finish)
-            misses += goal is not None and j.finish > goal + 1e-9
         else:
             running += len(j.running)
-            misses += goal is not None and now > goal
+        # an unfinished job counts once it is past its goal
+        misses += goal is not None and missed(j.finish if j.finish is not None else now, goal)
     return LiveProgress(now, total, len(core.jobs), len(core.jobs) - len(core.active),
                         running, misses, utility)
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
@@ -138,7 +139,7 @@ def job_row(job: Job, start: float | None, finish: float | None, cost: float,
         "goal": _r(goal, 3) if goal is not None else None,
         "utility": _r(utility),
         "delta": _r(late, 3) if (late is not None and finished) else None,
-        "missed": (not finished) or (late is not None and late > 1e-9),
+        "missed": missed(finish, goal),
         "penalty": _r(penalty),
         "cost": _r(cost),
     }
@@ -183,7 +184,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     if hard:  # soft/hard bounds (RDS Eq. 4): a hard miss finishes after, or never
         extra["hard_misses"] = sum(
             1 for r in rows if r["id"] in hard
-            and (r["finish"] is None or r["finish"] > hard[r["id"]] + 1e-9))
+            and missed(r["finish"], hard[r["id"]]))
     if workload.spec.admission == "accept":  # refused otherwise, before the run
         impossible = len(impossible_goals(workload))
         if impossible:

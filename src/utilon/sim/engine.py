@@ -25,13 +25,13 @@ from operator import attrgetter
 from typing import Final
 
 from utilon.core.decision import Decision
+from utilon.core.make import task_finished
 from utilon.core.messages import (
     CapacityChanged,
     Command,
     JobSubmitted,
     Launch,
     Stimulus,
-    TaskFinished,
     Tick,
 )
 from utilon.core.policy import Policy
@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 _heappush: Final = heapq.heappush
 Entry = tuple[float, int, int, int, tuple[Exec, int] | None]  # a heap entry (module doc)
 _phases: Final = attrgetter("phases")
-_tuple: Final = tuple.__new__  # builds a message NamedTuple without its Python-level __new__
 
 
 
@@ -204,13 +203,13 @@ class Simulation:
                 if not fluid.phase_end(ex, now):
                     continue  # the next usage phase: nothing for the core
                 cmds = (core.finish_one(now, ex.ref) if fused else
-                        core.handle(now, [_tuple(TaskFinished, (ex.ref,))]))
+                        core.handle(now, [task_finished(task=ex.ref)]))
                 last_batch = now
                 if not cmds and not watched:
                     continue  # nothing to launch and no one to tell: the next event
                 ticked = False
                 if on_batch is not None:
-                    on_batch(now, [_tuple(TaskFinished, (ex.ref,))], cmds)
+                    on_batch(now, [task_finished(task=ex.ref)], cmds)
             else:
                 ticked = False
                 stimuli: list[Stimulus] = []
@@ -221,7 +220,7 @@ class Simulation:
                         if payload[1] == ex.version:
                             task_events += 1
                             if fluid.phase_end(ex, now):
-                                stimuli.append(_tuple(TaskFinished, (ex.ref,)))
+                                stimuli.append(task_finished(task=ex.ref))
                     elif kind == Phase.ARRIVAL:
                         stimuli.append(JobSubmitted(jobs[next_job]))
                         next_job += 1
@@ -253,19 +252,21 @@ class Simulation:
             for c in cmds:
                 if type(c) is Launch:
                     # _launch, inlined: one launch per task is the hot path
-                    ref = c[0]
-                    st = core_jobs[ref[0]].stages[ref[1]]
-                    idx = ref[2]
-                    work = st.durations[idx] / (faster.get(ref[:2], 1.0) if faster else 1.0)
+                    ref = c.task
+                    st = core_jobs[ref.job].stages[ref.stage]
+                    idx = ref.index
+                    work = st.durations[idx]
+                    if faster:
+                        work /= faster.get((ref.job, ref.stage), 1.0)
                     task_phases = st.stage.tasks[idx].phases if phased else ()
                     if task_phases:
                         phases = tuple((p.fraction * work, p.usage.vector(names))
                                        for p in task_phases)
                     else:
                         phases = ((work, st.vectors[idx]),)
-                    fluid.launch(ref, machine_index[c[1]], now, phases)
+                    fluid.launch(ref, machine_index[c.machine], now, phases)
                 else:  # a Preempt: (task, machine id, reason)
-                    fluid.kill(c[0], machine_index[c[1]], now)
+                    fluid.kill(c.task, machine_index[c.machine], now)
             if ticked:
                 more = next_job < total_jobs or next_change < len(timeline)
                 idle_ticks, keep, why = core.after_tick(bool(cmds or fluid.running), more,
@@ -297,7 +298,7 @@ class Simulation:
         jobs = self.core.jobs
         for c in cmds:
             if type(c) is Launch:
-                key = (c.task[0], c.task[1])
+                key = (c.task.job, c.task.stage)
                 if jobs[key[0]].stages[key[1]].stage.colocate_speedup != 1.0:
                     machines, n = seen.get(key, (set(), 0))
                     machines.add(c.machine)
