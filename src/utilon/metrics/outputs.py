@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from utilon.core.ledger import attempt_cost
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
 from utilon.core.tolerance import missed
@@ -85,14 +86,6 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
     for job, start, finish, cost in records:
         rows.append(job_row(job, start, finish, cost, end))
     return rows
-
-
-def attempt_cost(demand: Sequence[float], capacity: Sequence[float], price: float,
-                 seconds: float) -> float:
-    """What an attempt costs: the machine's price per hour x its time x the task's dominant
-    share of the machine (the core charges each ended attempt the same way)."""
-    share = max((x / c for x, c in zip(demand, capacity, strict=True) if c > 0), default=0.0)
-    return seconds * price / 3600.0 * share
 
 
 def in_flight(core: SchedulerCore, end: float) -> tuple[list[float], dict[str, float]]:
