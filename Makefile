@@ -18,7 +18,7 @@ $(BIN)/python:
 HOT    := src/utilon/core/vec_native.py src/utilon/core/make.py src/utilon/core/state.py \
           src/utilon/core/ledger.py src/utilon/core/grants.py src/utilon/core/dispatch.py \
           src/utilon/core/views.py src/utilon/core/transitions.py src/utilon/core/scheduler.py \
-          src/utilon/sim/fluid.py src/utilon/sim/engine.py
+          src/utilon/sim/fluid.py src/utilon/sim/loop.py src/utilon/sim/engine.py
 
 $(STAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 	$(BIN)/python -m pip install --quiet -e .

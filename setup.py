@@ -28,6 +28,7 @@ HOT_MODULES = [
     "src/utilon/core/transitions.py",
     "src/utilon/core/scheduler.py",
     "src/utilon/sim/fluid.py",
+    "src/utilon/sim/loop.py",
     "src/utilon/sim/engine.py",
 ]
 

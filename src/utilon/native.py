@@ -38,6 +38,7 @@ HOT_MODULES = (
     "utilon.core.transitions",
     "utilon.core.scheduler",
     "utilon.sim.fluid",
+    "utilon.sim.loop",
     "utilon.sim.engine",
 )
 _PACKAGE = Path(__file__).resolve().parent

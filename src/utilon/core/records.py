@@ -45,7 +45,7 @@ class FastPaths:
     * ``extend_installs``: a decision that keeps the installed whole-job grants and appends
       new ones is installed incrementally (``install_extensions``).
     * ``order_extensions``: arrivals under an order-only policy appended to the installed
-      order without calling ``decide`` (switched off by clearing the core's ``_order_key``).
+      order without calling ``decide`` (switched off by clearing ``core.grants.order_key``).
     """
 
     fuse_finishes: bool = True
