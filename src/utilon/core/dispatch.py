@@ -142,7 +142,12 @@ class Dispatcher:
         m.ntasks += 1
         if st.is_reduce:
             m.nreduce += 1
-        if self.open[m.index] and not self.has_room(m):
+        if self.slot_limit is None:  # has_room, inlined: a launch is the hot path
+            md = self.min_demand
+            room = md is None or (vec_native.le(md, m.free) if NATIVE else self.vle(md, m.free))
+        else:
+            room = self.has_room(m)
+        if self.open[m.index] and not room:
             self.open[m.index] = False
             self.n_open -= 1
 
@@ -250,6 +255,8 @@ class Dispatcher:
         if (not self.n_open) if cands is None else not cands:
             return
         machines = self.machines
+        slots = self.slot_limit is not None  # else a fit is the free-capacity test, inlined
+        vle = self.vle
         for st in job.stages:
             if (gs.stage is not None and st.index != gs.stage) or not st.ready:
                 continue
@@ -282,8 +289,11 @@ class Dispatcher:
                     v = head
                 while p < n:
                     mi = p if cands is None else cands[p]
-                    if flags[mi] and self.fits(machines[mi], st, v):  # (launches close
-                        break                                          # machines as they fill)
+                    if flags[mi]:  # (launches close machines as they fill)
+                        m = machines[mi]
+                        if (self.fits(m, st, v) if slots else
+                                vec_native.le(v, m.free) if NATIVE else vle(v, m.free)):
+                            break
                     p += 1
                 if p == n:
                     break  # the head task fits on no candidate machine now

@@ -99,7 +99,8 @@ class GrantTable:
                 gs = self.grant_for(job, stage, machine)
             if gs is not None:
                 gs.running -= 1
-            self.touch(job)
+            if job.n_ready:  # (with none, no grant of the job is in either index)
+                self.touch(job)
 
     def grant_for(self, job: JobRT, stage: int, machine: int) -> GrantState | None:
         for gs in job.gstates:

@@ -261,10 +261,16 @@ class SchedulerCore:
         """After the stimuli of one instant: decide if a trigger asks for it, dispatch."""
         grants = self.grants
         now = self.state.now
-        if self.state.active and not triggers.isdisjoint(self._triggers):
+        if triggers is _JUST_FINISHED:  # (finish_one's: the two set tests, precomputed)
+            decide = self._on_finish
+            quiet = True
+        else:
+            decide = not triggers.isdisjoint(self._triggers)
+            quiet = triggers <= _QUIET
+        if decide and self.state.active:
             self._decide(triggers, cmds)
             self.dispatcher.dispatch(None, now, cmds)
-        elif grants.widen or not triggers <= _QUIET:
+        elif grants.widen or not quiet:
             self.dispatcher.dispatch(None, now, cmds)  # the ready set changed: anywhere
         elif touched and (grants.hungry or grants.backfill):
             self.dispatcher.dispatch(touched, now, cmds)  # (else a no-op)

@@ -32,7 +32,7 @@ from utilon.core.snapshot import ClusterSnapshot
 from utilon.model.cluster import CapacityAction, CapacityChange, Cluster
 from utilon.model.job import Job
 from utilon.sim.fluid import Exec, FluidModel
-from utilon.sim.loop import Entry, Loop, Phase, World
+from utilon.sim.loop import INF, Entry, Loop, Phase, World
 from utilon.sim.result import SimResult
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class SimWorld(World):
         self.phased = sim._phased
 
     def wait(self, until: float) -> list[Stimulus]:
-        if until < float("inf"):
+        if until < INF:
             self.t = until  # virtual time: the next event happens at once
         return _NOTHING
 
@@ -125,7 +125,7 @@ class SimWorld(World):
         return False  # every running attempt's next event is queued
 
     def limit(self, due: float, pending: bool) -> str:
-        if due == float("inf"):
+        if due == INF:
             return ""  # (the queue is empty: the loop stops by itself)
         horizon = self.sim.horizon
         if horizon is not None and due > horizon:

@@ -132,6 +132,7 @@ class Loop:
         self.limited = limited  # the world has a limit (else ``limit`` is not asked)
         self.watched = watched or on_batch is not None  # ``after`` wants every batch
         self.on_batch = on_batch
+        self.fused = True  # core.fast.fuse_finishes, read when the run starts
         self.next_job = 0
         self.next_change = 0
         self.events = 0  # queue entries and reported stimuli handled
@@ -153,6 +154,7 @@ class Loop:
             self.push(jobs[0].submit + self.tick, Phase.TICK)
         core = self.core
         world = self.world
+        self.fused = core.fast.fuse_finishes  # (switched off in tests: the general path)
         total = len(jobs)
         queue = self.queue
         while True:
@@ -189,7 +191,7 @@ class Loop:
                 ref = world.task_due(payload, now)
                 if ref is None:
                     return True
-                cmds = (core.finish_one(now, ref) if core.fast.fuse_finishes else
+                cmds = (core.finish_one(now, ref) if self.fused else
                         core.handle(now, [task_finished(task=ref)]))
                 self.last = now
                 if not cmds and not self.watched:
