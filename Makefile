@@ -39,8 +39,12 @@ demo: $(STAMP)
 	$(BIN)/utilon compare examples/facebook-mix.yaml --policies all --out runs/demo --report
 
 # (the slowest tests are listed at the end: the suite must stay within its 10-minute budget)
+# One pytest-xdist worker per logical core (TEST_WORKERS=0: all in this process); --dist
+# loadfile keeps each test file on one worker, so a module's fixtures (a server, a Ray
+# cluster, a PostgreSQL) start once.
+TEST_WORKERS ?= logical
 test: $(TSTAMP) browser
-	$(BIN)/python -m pytest -m "not long" --durations=15
+	$(BIN)/python -m pytest -m "not long" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright cannot download its own
 # here); install it when it is missing and this user can.  Without it those tests skip, saying

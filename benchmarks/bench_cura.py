@@ -29,9 +29,9 @@ import numpy as np
 from utilon.cloud.metrics import servers_required
 from utilon.cloud.model import CloudJob, CloudSpec
 from utilon.cloud.packing import equal_pools
-from utilon.cloud.profile import ProfileStore, swim_profiles
+from utilon.cloud.profile import ProfileStore
 from utilon.cloud.sim import CloudSim
-from utilon.cloud.workload import DeadlineDist, generate
+from utilon.cloud.workload import DeadlineDist, generate, swim_profiles
 from utilon.policies import make_cloud_policy
 from utilon.repro.cura import SWIM
 

@@ -8,7 +8,7 @@ slots, a SQLite store) shared by four tenants: ``team-a``, ``team-b``, ``team-c`
    12 for the three tenants (4 each), sending small jobs (one 10 ms task, as
    ``bench_service.py``), and 4 for ``flood``, a quarter of the requests, cycling through
    everything a tenant may throw at the service: max-size jobs (two stages at
-   ``max_tasks_per_stage``, ``max_tasks_per_job`` tasks in all) until ``max_queued_jobs``
+   ``max_tasks_per_stage``, ``max_tasks_per_job`` tasks in all) until ``max_queued_tasks``
    refuses them, large inputs (``generate_mb`` at ``max_input_mb``) until
    ``max_input_total_mb`` refuses them, bodies past ``max_body_kb`` (413), jobs past the
    limits (10^6 tasks, a zero demand, a 1 TB input, a weight of 1e308: 422) and odd paths
@@ -25,8 +25,8 @@ slots, a SQLite store) shared by four tenants: ``team-a``, ``team-b``, ``team-c`
 
 The bounds are stated in docs/service.md (Sharing the service: what a flood costs the others);
 the run prints PASS or FAIL for each and writes ``benchmarks/results-flood.json``.  The flood
-tenant's own limits are the defaults but for ``max_queued_jobs`` (50: 50 max-size jobs are
-already 10^6 tasks in the scheduler's memory), ``max_input_mb`` (100) and
+tenant's own limits are the defaults but for ``max_queued_jobs`` (50; the default
+``max_queued_tasks``, 800,000, holds it to 40 max-size jobs first), ``max_input_mb`` (100) and
 ``max_input_total_mb`` (200), so that it reaches every quota within a run of about two
 minutes.  The other three may queue the whole burst.
 """

@@ -29,6 +29,12 @@ settings.load_profile(PROFILE)
 THOROUGH = PROFILE == "thorough"
 
 
+def examples(n: int) -> int:
+    """``n`` examples under the default profile (for a property that costs seconds per
+    example), the profile's own count under ``thorough``."""
+    return settings().max_examples if THOROUGH else n
+
+
 # -- real traces in ../shared/data (CI clones the repo with ../shared beside it) -------------
 from pathlib import Path  # noqa: E402
 
@@ -67,3 +73,26 @@ def run_fifo(document: dict) -> tuple:
     res = Simulation(workload.cluster, workload.jobs, make_policy("fifo")).run()
     assert not res.stopped_early
     return workload, sum(1 for j in res.core.jobs.values() if j.finish is not None)
+
+
+# -- one local Ray at a time -----------------------------------------------------------------
+# `make test` runs files on several pytest-xdist workers.  Local Ray clusters started at the same
+# moment on one machine share /tmp/ray, and the second `ray.init` can attach to the first's
+# cluster and hang when that one shuts down (seen in a fresh-clone run).  A module with a test
+# marked `ray` holds a machine-wide lock for its whole run (its Ray may be a module fixture).
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_at_a_time(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    import fcntl
+    import tempfile
+
+    module = request.module
+    if not any(item.get_closest_marker("ray") is not None and item.module is module
+               for item in request.session.items):
+        yield
+        return
+    with open(Path(tempfile.gettempdir()) / "utilon-tests-ray.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -248,7 +248,7 @@ def test_simulate_writes_outputs(fifo_run: tuple[Any, Path]) -> None:
     assert "fifo" in res.stdout and "outputs:" in res.stdout
     assert sorted(p.name for p in out.iterdir()) == [
         "allocation.csv", "attempts.csv", "capacity.csv", "jobs.csv", "provenance.json",
-        "summary.json"]
+        "story.jsonl", "summary.json"]
     lines = (out / "jobs.csv").read_text(encoding="utf-8").splitlines()
     assert lines[0] == HEADER
     assert len(lines) == 6

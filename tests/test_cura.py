@@ -364,7 +364,7 @@ def test_generated_workload_is_seeded_and_checks_its_input() -> None:
 
 
 def test_swim_workload_takes_real_sizes_in_each_band(shared_data: Path) -> None:
-    from utilon.cloud.profile import swim_profiles
+    from utilon.cloud.workload import swim_profiles
 
     store = ProfileStore(CloudSpec(), swim_profiles(SWIM, CloudSpec()))
     assert len(store.profiles) == 50

@@ -90,6 +90,9 @@ def test_submit_watch_cancel_in_the_page(browser: Any, server: dict[str, Any]) -
         page.wait_for_selector("#detail h2")  # the page opened the job it submitted
         assert "web-1" in page.inner_text("#detail h2")
         assert page.locator("#detail table").first.inner_text().count("s") >= 1
+        # issue 48: the scheduler's story of the job, with the decision that granted it
+        wait_for(lambda: "granted (d" in page.inner_text('[data-testid="story"]'),
+                 what="the detail's story")
         page.screenshot(path=str(server["tmp"] / "dashboard-running.png"), full_page=True)
         page.click("#cancel")
         wait_for(lambda: row_state(page, "web-1") == "cancelled",

@@ -44,7 +44,7 @@ def test_the_league_file_parses_and_names_both_sets() -> None:
 def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) -> None:
     """Every scenario and trace file is there, every competitor and its parameters are
     accepted, and the seeds are as documented (the demo at 7-11 and, from the first held-out
-    set, at 100-104; held out at 300-304)."""
+    set, at 100-104, from the second at 300-304; held out at 500-504)."""
     s = setup(LEAGUE, set_name, out=tmp_path)
     for w in s.workloads:
         assert problems(w, s.where) == []
@@ -52,8 +52,9 @@ def test_every_workload_of_the_league_resolves(set_name: str, tmp_path: Path) ->
     if set_name == "tuning":
         assert s.seeds["demo"] == (7, 8, 9, 10, 11)
         assert s.seeds["demo-seeds-100"] == (100, 101, 102, 103, 104)
-    else:
         assert s.seeds["demo-seeds-300"] == (300, 301, 302, 303, 304)
+    else:
+        assert s.seeds["demo-seeds-500"] == (500, 501, 502, 503, 504)
         # a held-out workload is never also a tuning one
         tuning = setup(LEAGUE, "tuning", out=tmp_path)
         assert not {w.name for w in s.workloads} & {w.name for w in tuning.workloads}
@@ -184,6 +185,9 @@ sets:
     - name: stopped
       scenario: {small}
       wall_limit: 0.000001
+    - name: cpu-stopped
+      scenario: {small}
+      cpu_limit: 0.000001
 """)
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["league", "--league", str(league), "--out", str(out),
@@ -210,9 +214,13 @@ sets:
     assert "stopped: fifo 2/2" in md and "fair-k2 not run: a test of exclusions" in md
     with (out / "tuning" / "runs.csv").open() as f:
         rows = list(csv.DictReader(f))
-    # 3 workloads x 2 modes x 2 seeds x 5 players, less fair-k2 on small
-    assert len(rows) == 3 * 2 * 2 * 5 - 2 * 2
+    # 4 workloads x 2 modes x 2 seeds x 5 players, less fair-k2 on small
+    assert len(rows) == 4 * 2 * 2 * 5 - 2 * 2
+    # a CPU-time limit stops the runs and says which clock stopped them
+    cpu = [r for r in rows if r["workload"] == "cpu-stopped"]
+    assert cpu and all("CPU-time limit" in r["stopped_early"] for r in cpu)
+    assert w["cpu-stopped"]["cpu_limit"] == 0.000001
     assert "league, tuning set: candidate rrh" in res.output
     assert "targets held:" in res.output
-    assert (out / "tuning" / "league-details.md").read_text().count("## ") == 6
+    assert (out / "tuning" / "league-details.md").read_text().count("## ") == 8
     assert list((out / "workloads").glob("synth-*/seed-1.yaml"))

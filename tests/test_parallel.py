@@ -112,7 +112,7 @@ def test_compare_on_ray_writes_what_a_serial_one_writes(tmp_path: Path) -> None:
         res = runner.invoke(app, ["compare", SMALL, "--policies", "fifo,cora,ras", *flag,
                                   "--out", str(tmp_path / flag[0])])
         assert res.exit_code == 0, res.output
-    assert assert_same_outputs(tmp_path / "--jobs", tmp_path / "--ray-address") == 3 * 6 + 2
+    assert assert_same_outputs(tmp_path / "--jobs", tmp_path / "--ray-address") == 3 * 7 + 2
 
 
 def test_an_unreachable_ray_address_fails_in_seconds_with_one_line(tmp_path: Path) -> None:

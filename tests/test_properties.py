@@ -35,6 +35,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import BASELINES
+from conftest import examples
 from utilon.checks import Scenario, check_liveness, scenarios
 from utilon.policies import policy_names
 
@@ -75,8 +76,10 @@ def test_every_policy_finishes_every_job_that_can_run(sc: Scenario) -> None:
         check_liveness(sc, name, params)
 
 
+# 15 scenarios each (each runs every configuration): the property above already draws both
+# kinds of cluster 40 times; these two only make sure each kind is drawn.
 @pytest.mark.parametrize("slots", [True, False], ids=["slots", "cpu-only"])
-@settings(max_examples=max(15, settings().max_examples))
+@settings(max_examples=examples(15))
 @given(data=st.data())
 def test_liveness_with_and_without_a_slot_resource(slots: bool, data: st.DataObject) -> None:
     """The same property with the slot resource forced on or off (policies count shares in

@@ -269,6 +269,45 @@ def test_every_201_is_committed_before_it_is_sent(service: dict[str, Any]) -> No
     assert len(seen) == 80 and all(seen)
 
 
+NO_DRAWS = [
+    sleepy("nd-1"),
+    {"id": "nd-2", "stages": [{"name": "map", "tasks": 3, "duration": 2.0},
+                              {"name": "reduce", "durations": [1.0, 4.0]}],
+     "utility": {"kind": "soft_hard", "soft": "3x", "hard": 900, "value": 2},
+     "weight": 3, "priority": 1, "class": "etl"},
+    {"id": "nd-3", "stages": [{"name": "s", "tasks": 2, "duration": 1.5,
+                               "demand": {"slots": 1, "mem": 2}}],
+     "utility": {"kind": "piecewise", "points": [[1, 1.0], ["2x", 0.5], [600, 0.0]]}},
+]
+DRAWS = [sleepy("d-1", seconds={"dist": "lognormal", "median": 1.0, "sigma": 1.0}),
+         {"id": "d-2", "stages": [{"name": "s", "tasks": {"dist": "uniform", "low": 1,
+                                                          "high": 50}, "duration": 1}]},
+         {"id": "d-3", "run": {"kind": "pi", "maps": 2, "samples": 1000}}]
+
+
+@pytest.mark.parametrize("payload", NO_DRAWS + DRAWS, ids=lambda p: p["id"])
+def test_a_job_that_draws_nothing_is_the_same_whatever_its_seed(payload: dict[str, Any],
+                                                                tmp_path: Path) -> None:
+    """The engine derives a job's seed only for a job that draws (a distribution, or a real
+    job's plan): ``draws`` must say so for every job whose seed changes what is built."""
+    from utilon.scenario.build import build_job
+    from utilon.scenario.spec import JobSpec
+    from utilon.service.engine import draws
+
+    spec = parse_scenario({"name": "t", "cluster": CLUSTER, "workload": {}})
+    cluster = build_cluster(spec.cluster)
+    js = JobSpec.model_validate(payload | {"submit": 10.0, "tenant": "a"})
+    built = [build_job(spec, cluster, js, seed=seed, index=7, base_dir=tmp_path)
+             for seed in (1, 2**40 + 3)]
+    same = (built[0][0] == built[1][0] and built[0][2] == built[1][2]
+            and (built[0][1] is None) == (built[1][1] is None))
+    if draws(payload) or js.run is not None:
+        assert payload in DRAWS
+        assert js.run is not None or not same  # (its draws do change with the seed)
+    else:
+        assert payload in NO_DRAWS and same, payload
+
+
 def test_the_server_gc_settings_come_back() -> None:
     before = gc.get_threshold()
     with server_gc():

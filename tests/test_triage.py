@@ -111,3 +111,36 @@ def test_dominant_sizing_plans_in_the_bottleneck_resource() -> None:
     assert slots is not None and dominant is not None
     assert (slots.work, slots.path) == (40.0, 10.0)
     assert (dominant.work, dominant.path) == (80.0, 20.0)
+
+
+def test_the_adaptive_reserve_is_strict_only_while_slots_are_short() -> None:
+    """A stream of 2 s jobs keeps a reserve of 2 of 8 slots while 20 s tasks run.  Two jobs
+    with time to spare, 2 tasks each, arrive when the cluster could serve everyone: the
+    adaptive reserve (the default) starts both at once; the strict one lets only the first
+    grow and leaves the second waiting, with free slots, for a short job that does not need
+    them (the light-hour delay of docs/league.md)."""
+    cluster = make_cluster(2, slots=4, cpu=4, mem=16)
+    long_ = [make_job(f"l{k}", 0, maps=1, reduces=0, dur=1200, deadline=20_000)
+             for k in range(2)]
+    shorts = [make_job(f"s{i}", 1 + 2 * i, maps=1, reduces=0, dur=2, deadline=1 + 2 * i + 6)
+              for i in range(500)]
+    spare = [make_job("A", 700.5, maps=2, reduces=0, dur=20, deadline=5000),
+             make_job("B", 700.7, maps=2, reduces=0, dur=20, deadline=5000)]
+    jobs = [*long_, *shorts, *spare]
+    adaptive = run(cluster, jobs, "triage")
+    strict = run(cluster, jobs, "triage", reserve="strict")
+    assert adaptive.core.jobs["B"].start < 701.0
+    assert strict.core.jobs["B"].start > adaptive.core.jobs["B"].start + 1.0
+    deadlines = {j.id: j.utility.goal for j in jobs}
+    assert len(misses(adaptive, deadlines)) <= len(misses(strict, deadlines))
+
+
+def test_reserve_modes_are_checked() -> None:
+    import pytest
+
+    from utilon.errors import ParameterError
+
+    assert make_policy("triage", {"reserve": True}).reserve_mode == "adaptive"
+    assert make_policy("triage", {"reserve": False}).reserve_mode == "off"
+    with pytest.raises(ParameterError, match="reserve"):
+        make_policy("triage", {"reserve": "sometimes"})

@@ -27,6 +27,7 @@ from utilon.cli.common import (
 )
 from utilon.cli.common import errors as _errors
 from utilon.cli.common import state as _state
+from utilon.cli.explain import explain_command
 from utilon.cli.league import league_command
 from utilon.cli.plan import plan_command
 from utilon.cli.plugins import check_policy_command, job_kinds_command
@@ -69,6 +70,7 @@ app.add_typer(reproduce_app, name="reproduce")
 app.add_typer(solve_app, name="solve")
 app.command("plan")(plan_command)
 app.command("league")(league_command)
+app.command("explain")(explain_command)
 app.command("check-policy")(check_policy_command)
 app.command("job-kinds")(job_kinds_command)
 register_service(app)
@@ -151,7 +153,8 @@ def simulate(
     max_wall: MaxWallOpt = None,
 ) -> None:
     """Simulate one policy on a scenario and write jobs.csv, summary.json, provenance.json
-    and the timeline (allocation.csv, capacity.csv, attempts.csv).  A cloud scenario
+    and the timeline (allocation.csv, capacity.csv, attempts.csv) and story.jsonl (see
+    `utilon explain`).  A cloud scenario
     (``cloud:``) runs one of Cura's services on its fleet."""
     from utilon.policies import policy_class
     from utilon.scenario import load_scenario
@@ -186,7 +189,7 @@ def simulate(
         out.print(_table([res.summary], f"{workload.name} (seed {workload.seed})"))
         _warn(res.summary)
         out.print(f"outputs: {target}/jobs.csv, summary.json, provenance.json, "
-                  "allocation.csv, capacity.csv, attempts.csv")
+                  "allocation.csv, capacity.csv, attempts.csv, story.jsonl")
         if report:
             _write_report([target], target / "report.html")
 

@@ -133,7 +133,10 @@ def serve(
                   f"metrics {address}/metrics"
                   + ("; active once it holds the store's lease, the standby until then"
                      if lease is not None else ""))
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        # no X-Forwarded-For rewriting (nothing uses a client's address) and no access log (not
+        # shown at this level): per-request work a burst of submissions paid for nothing
+        uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=False,
+                    access_log=False)
         del sqlite_lock  # held until here: the server's life
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -12,24 +11,10 @@ import typer
 
 from utilon.cli.common import err, errors, key_values, out
 from utilon.errors import UtilonError
+from utilon.readers import parse_seconds
 
 trace_app = typer.Typer(help="Import real workload and capacity traces into scenarios.",
                         no_args_is_help=True)
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h|d)?\s*$")
-_UNIT = {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-
-
-def parse_seconds(text: str | None, option: str) -> float | None:
-    """``"3600"``, ``"90m"``, ``"1h"``, ``"2d"`` -> seconds."""
-    if text is None:
-        return None
-    m = _DURATION.match(text)
-    if not m:
-        raise UtilonError(f"{text!r} is not a time", where=option,
-                          fix="write seconds or a number with s, m, h or d, e.g. 1h")
-    return float(m.group(1)) * _UNIT[m.group(2)]
-
 
 @trace_app.command("import")
 def trace_import(
@@ -108,7 +93,7 @@ def trace_kinds() -> None:
     from rich.table import Table
 
     from utilon.traces import importer, importer_kinds
-    from utilon.traces.base import plugin_importers
+    from utilon.traces.kinds import plugin_importers
 
     t = Table(title="trace kinds")
     t.add_column("kind")

@@ -13,9 +13,10 @@ published.  Two kinds of profile stand in for them:
 
   so a job has one cheapest VM type, cost grows with cluster size, and only a tight deadline
   makes a large cluster worth its cost, which is the trade-off Cura's scheduler exploits.
-  :func:`swim_profiles` derives ``work``, ``best`` and ``scale_loss`` for 50 jobs from real
-  SWIM Facebook rows: a job that shuffles and writes more per input byte does more work per MB,
-  wants bigger (memory-richer) VMs and scales worse (its shuffle is all-to-all).
+  ``utilon.cloud.workload.swim_profiles`` derives ``work``, ``best`` and ``scale_loss`` for 50
+  jobs from real SWIM Facebook rows: a job that shuffles and writes more per input byte does
+  more work per MB, wants bigger (memory-richer) VMs and scales worse (its shuffle is
+  all-to-all).
 * :class:`TableProfile`, for Appendix B: its Tables 1-4 give ``t_run`` at 10, 20, 30, 40 VMs,
   and they follow ``n × t(n) = 10 × t(10) / (1.05 − 0.005 n)`` exactly (each 10 VMs more lose
   5% efficiency).  The same law extends them to larger clusters in steps of 10, which Table 6
@@ -32,7 +33,6 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -146,39 +146,6 @@ class ProfileStore:
     def actual(self, t_pred: float, u: float) -> float:
         """The actual runtime for a uniform draw ``u`` in [-1, 1]."""
         return t_pred * (1.0 + self.error * u)
-
-
-# -- the 50 profiled jobs of §4.1, from real SWIM rows ------------------------------------
-
-
-def swim_profiles(path: str | Path, cloud: CloudSpec, count: int = 50, seed: int = 0,
-                  max_vms: int = 40, type_loss: float = 0.12, type_loss_exp: float = 1.0
-                  ) -> dict[str, ModelProfile]:
-    """``count`` profiled jobs, each from one real SWIM job's data ratios.
-
-    ``ρ = (shuffle + output) / input`` (clipped to [0, 4]) sets work = 0.3 × (1 + ρ)
-    core-seconds per MB, the best VM type (the ``count`` jobs split into equal ρ-quantile bins,
-    one per type, smallest ρ on the smallest VM) and the scaling loss 0.005 + 0.0025 ρ.
-    ``type_loss`` and ``type_loss_exp`` set what a job loses on another type (see
-    :class:`ModelProfile`; :data:`APPENDIX_B_TYPE_LOSS` is Appendix B's).
-    """
-    from utilon.traces.swim import read_rows
-
-    rows = [r for r in read_rows(Path(path)) if r.input > 0]
-    if len(rows) < count:
-        raise ModelError(f"{path}: only {len(rows)} SWIM jobs with input, need {count}",
-                         where=str(path))
-    rng = np.random.default_rng(seed)
-    picked = [rows[i] for i in sorted(rng.choice(len(rows), size=count, replace=False))]
-    rho = np.array([min(4.0, (r.shuffle + r.output) / r.input) for r in picked])
-    ranks = np.argsort(np.argsort(rho, kind="stable"), kind="stable")
-    out: dict[str, ModelProfile] = {}
-    for r, p, rank in zip(picked, rho, ranks, strict=True):
-        best = min(cloud.k - 1, int(rank * cloud.k // count))
-        out[r.id] = ModelProfile(work=0.3 * (1.0 + p), best=best, type_loss=type_loss,
-                                 scale_loss=0.005 + 0.0025 * p, max_vms=max_vms,
-                                 type_loss_exp=type_loss_exp)
-    return out
 
 
 # -- Appendix B ---------------------------------------------------------------------------

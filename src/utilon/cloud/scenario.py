@@ -23,10 +23,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from utilon.cloud.model import CloudJob, CloudSpec, VMType, default_vm_types
-from utilon.cloud.profile import ModelProfile, Profile, ProfileStore, TableProfile, swim_profiles
-from utilon.cloud.workload import CATEGORY_MB, DeadlineDist, generate
+from utilon.cloud.profile import ModelProfile, Profile, ProfileStore, TableProfile
+from utilon.cloud.workload import CATEGORY_MB, DeadlineDist, generate, swim_profiles
 from utilon.errors import ScenarioError, UtilonError
 from utilon.limits import MAX_COUNT, MAX_MACHINES, MAX_SECONDS, max_tasks
+from utilon.readers import pydantic_error
 
 MAX_VMS = 1000
 """Largest cluster a profile may predict for (the paper's grid stops at 40 VMs)."""
@@ -193,8 +194,6 @@ def cloud_json_schema() -> dict[str, Any]:
 
 
 def parse_cloud_scenario(data: Any, source: str = "<scenario>") -> CloudScenarioSpec:
-    from utilon.scenario.load import pydantic_error
-
     try:
         return CloudScenarioSpec.model_validate(data)
     except ValidationError as exc:

@@ -25,8 +25,8 @@ from typing import Literal
 
 import numpy as np
 
-from utilon.cloud.model import CloudJob
-from utilon.cloud.profile import ProfileStore
+from utilon.cloud.model import CloudJob, CloudSpec
+from utilon.cloud.profile import ModelProfile, ProfileStore
 from utilon.errors import ModelError
 
 CATEGORY_MB: dict[str, float] = {"small": 100.0, "medium": 1000.0, "large": 10000.0,
@@ -153,3 +153,38 @@ which we take for typos: job 8's deadline 510 (500 in Table 5) and job 14's arri
 
 def appendix_b_jobs() -> tuple[CloudJob, ...]:
     return tuple(CloudJob(str(i), 0, kind, 0.0, a, d) for i, kind, a, d in APPENDIX_B_JOBS)
+
+
+# -- the 50 profiled jobs of §4.1, from real SWIM rows --------------------------------------
+# (here, not in ``profile``: reading a trace is the scenario room's work, a room above the
+# profiles that the services and the cloud simulator use; docs/architecture.md, "Rooms")
+
+
+def swim_profiles(path: str | Path, cloud: CloudSpec, count: int = 50, seed: int = 0,
+                  max_vms: int = 40, type_loss: float = 0.12, type_loss_exp: float = 1.0
+                  ) -> dict[str, ModelProfile]:
+    """``count`` profiled jobs, each from one real SWIM job's data ratios.
+
+    ``ρ = (shuffle + output) / input`` (clipped to [0, 4]) sets work = 0.3 × (1 + ρ)
+    core-seconds per MB, the best VM type (the ``count`` jobs split into equal ρ-quantile bins,
+    one per type, smallest ρ on the smallest VM) and the scaling loss 0.005 + 0.0025 ρ.
+    ``type_loss`` and ``type_loss_exp`` set what a job loses on another type (see
+    :class:`ModelProfile`; :data:`APPENDIX_B_TYPE_LOSS` is Appendix B's).
+    """
+    from utilon.traces.swim import read_rows  # the trace readers load with the first use
+
+    rows = [r for r in read_rows(Path(path)) if r.input > 0]
+    if len(rows) < count:
+        raise ModelError(f"{path}: only {len(rows)} SWIM jobs with input, need {count}",
+                         where=str(path))
+    rng = np.random.default_rng(seed)
+    picked = [rows[i] for i in sorted(rng.choice(len(rows), size=count, replace=False))]
+    rho = np.array([min(4.0, (r.shuffle + r.output) / r.input) for r in picked])
+    ranks = np.argsort(np.argsort(rho, kind="stable"), kind="stable")
+    out: dict[str, ModelProfile] = {}
+    for r, p, rank in zip(picked, rho, ranks, strict=True):
+        best = min(cloud.k - 1, int(rank * cloud.k // count))
+        out[r.id] = ModelProfile(work=0.3 * (1.0 + p), best=best, type_loss=type_loss,
+                                 scale_loss=0.005 + 0.0025 * p, max_vms=max_vms,
+                                 type_loss_exp=type_loss_exp)
+    return out

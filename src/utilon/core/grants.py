@@ -240,22 +240,23 @@ class GrantTable:
             self.in_order = len(self.ordered) == len(grants)  # and named once
 
     def extend_order(self, arrived: list[JobRT], active: dict[str, JobRT],
-                     job_view: Callable[[JobRT], JobView]) -> bool:
+                     job_view: Callable[[JobRT], JobView]) -> int:
         """Jobs that arrived under an order-only policy and all sort after the installed
         order: append them, which is the decision ``decide`` would return (its sort is stable,
         so the jobs already granted keep their order and equal keys stay in arrival order),
-        with no snapshot, call to ``decide`` or validation of the whole order.  False, having
-        changed nothing, when they do not all sort after it (the caller then decides)."""
+        with no snapshot, call to ``decide`` or validation of the whole order.  Returns how
+        many grants it appended: 0, having changed nothing, when they do not all sort after it
+        (the caller then decides)."""
         key = self.order_key
         assert key is not None
         new = sorted([job_view(j) for j in arrived if j.id in active], key=key)
         if not new:
-            return False
+            return 0
         kept = self.ordered
         if kept and key(job_view(active[next(reversed(kept))])) > key(new[0]):
-            return False  # a new job goes before the last granted job still active
+            return 0  # a new job goes before the last granted job still active
         if len(kept) + len(new) != len(active):
-            return False
+            return 0
         tail = tuple([grant(job=v.id) for v in new])
         # install for this decision: nothing infeasible, no slot limit before or after, and
         # the kept grants are the installed ones (install_extension's test holds by design)
@@ -265,4 +266,4 @@ class GrantTable:
             kept[g.job] = g
         self.append(tail, active)
         self.fast.order_extensions += 1
-        return True
+        return len(tail)

@@ -60,6 +60,7 @@ from utilon.core.policy import Policy
 from utilon.core.records import Attempt, FastPaths
 from utilon.core.snapshot import ClusterSnapshot
 from utilon.core.state import CoreStats, JobRT, MachineRT
+from utilon.core.story import Story
 from utilon.core.timeline import Timeline
 from utilon.core.tolerance import EPS
 from utilon.core.transitions import Transitions
@@ -115,8 +116,10 @@ class SchedulerCore:
         self.dispatcher = Dispatcher(machines, self.grants, self.stats, self.names, validate)
         self.views = Views(self.names, self.slot_resource, policy.uses_free_capacity,
                            policy.uses_placement, self.online)
+        self.story = Story()  # story: the per-job log (core/story.py)
         self.state = Transitions(machines, self.grants, self.dispatcher, self.ledger,
-                                 self.views, self.stats, self.online, policy.job_finished)
+                                 self.views, self.stats, self.online, policy.job_finished,
+                                 self.story)
 
     # -- the state, as the backends and the metrics read it -------------------------------
     @property
@@ -220,7 +223,7 @@ class SchedulerCore:
                 state.submitted(s.job)
                 triggers.add(Trigger.ARRIVAL)
             elif type(s) is TaskFailed:
-                if state.failed(s.task, cmds):
+                if state.failed(s.task, s.reason, cmds):
                     triggers.add(Trigger.TASK_FAILED)
             elif type(s) is CapacityChanged:
                 change = s.change
@@ -293,9 +296,12 @@ class SchedulerCore:
             # an order-only policy's arrivals that join the end of its order: the decision
             # decide() would return, appended without calling it (timed and counted as one)
             t0 = self._timer()
-            if grants.extend_order(state.arrived, state.active, self.views.job_view):
+            new = grants.extend_order(state.arrived, state.active, self.views.job_view)
+            if new:
                 self.stats.decide_seconds.append(self._timer() - t0)
                 self.stats.decisions += 1
+                self.story.extended(state.now, self.stats.decisions, grants.decision,  # story:
+                                    new)
                 return
         snap = self.snapshot(triggers)
         t0 = self._timer()
@@ -307,6 +313,7 @@ class SchedulerCore:
             self.stats.solver_seconds.append(decision.solver_seconds)
         if self._on_decision is not None:
             self._on_decision(state.now, snap, decision)
+        self.story.decided(state.now, self.stats.decisions, decision, state.active)  # story:
         self.dispatcher.set_slot_limit(decision.slot_limit)
         for job, ref in grants.install(decision, state.active, state.machine_index):
             state.requeue(job, ref, KILLED, cmds)

@@ -27,6 +27,8 @@ from utilon.core.make import preempt
 from utilon.core.messages import Command, TaskRef, Trigger
 from utilon.core.records import Running
 from utilon.core.state import CoreStats, JobRT, MachineRT, StageRT
+from utilon.core.story import Story
+from utilon.core.timeline import OUTCOMES
 from utilon.core.tolerance import EPS
 from utilon.core.views import Views
 from utilon.errors import IllegalTransition
@@ -44,7 +46,7 @@ _UP: Final = MachineState.UP
 class Transitions:
     def __init__(self, machines: list[MachineRT], grants: GrantTable, dispatcher: Dispatcher,
                  ledger: Ledger, views: Views, stats: CoreStats, online: bool,
-                 job_finished: Callable[[str, float], None]) -> None:
+                 job_finished: Callable[[str, float], None], story: Story) -> None:
         self.now = 0.0
         self.machines = machines
         self.machine_index = {m.id: m.index for m in machines}
@@ -58,6 +60,7 @@ class Transitions:
         self.stats = stats
         self.online = online  # stage estimates: the mean of the measured attempts
         self.job_finished = job_finished  # the policy's hook
+        self.story = story  # the per-job log (core/story.py); its hooks are marked ``# story:``
         self.stage_vectors: StageVectors = {}  # computed by check_workload, taken at submission
 
     # -- jobs ------------------------------------------------------------------------------
@@ -79,6 +82,7 @@ class Transitions:
         self.jobs[job.id] = rt
         self.arrived.append(rt)
         self.active[job.id] = rt
+        self.story.submitted(self.now, job)  # story:
 
     def cancelled(self, job_id: str, reason: str, cmds: list[Command]) -> bool:
         """Kill the job's running tasks and drop it from the active set; False when it is
@@ -87,6 +91,7 @@ class Transitions:
         if job is None:
             self.stats.stale += 1
             return False
+        self.story.cancelled(self.now, job_id, reason)  # story:
         for ref in list(job.running):
             self.requeue(job, ref, KILLED, cmds, reason=f"job {reason}")
         for st in job.stages:  # nothing of it may be dispatched again
@@ -128,22 +133,25 @@ class Transitions:
     def stage_finished(self, job: JobRT, st: StageRT, triggers: set[Trigger]) -> None:
         """``st``'s last task completed: unlock the stages after it, or finish the job."""
         triggers.add(Trigger.STAGE_FINISHED)
+        self.story.stage_done(self.now, job.id, st.stage.name)  # story:
         for di in st.dependents:
             self._unlock(job, job.stages[di])
         if all(s.done == s.total for s in job.stages):
             check_move(f"job {job.id}", job.state, JobState.DONE)
             job.state = JobState.DONE
             job.finish = self.now
+            self.story.finished(self.now, job)  # story:
             self._leave(job)
             triggers.add(Trigger.JOB_FINISHED)
             self.job_finished(job.id, self.now)
 
-    def failed(self, ref: TaskRef, cmds: list[Command]) -> bool:
+    def failed(self, ref: TaskRef, reason: str, cmds: list[Command]) -> bool:
         """RUNNING -> READY: a task failed (its gang with it); False if it was not running."""
         job = self.active.get(ref.job)
         if job is None or ref not in job.running:
             self.stats.stale += 1
             return False
+        self.story.failed(self.now, ref, reason)  # story:
         self.requeue(job, ref, FAILED, None)
         self._requeue_gang(job, ref.stage, cmds, "gang member failed")
         return True
@@ -162,6 +170,8 @@ class Transitions:
         job.n_ready += 1
         m = self.machines[run.machine]
         self._release(job, st, ref, m, run.start, outcome)
+        self.story.requeued(self.now, ref, st.stage.name, m.id, OUTCOMES[outcome],  # story:
+                            reason)
         if outcome == KILLED:
             self.stats.killed += 1
         elif outcome == LOST:
@@ -212,6 +222,7 @@ class Transitions:
     def capacity_changed(self, machine_id: str, action: CapacityAction, factor: float,
                          cmds: list[Command]) -> None:
         m = self.machines[self.machine_index[machine_id]]
+        self.story.capacity(self.now, machine_id, action.value, factor)  # story:
         if action is CapacityAction.JOIN:
             check_move(f"machine {m.id}", m.state, _UP)
             m.state = _UP
@@ -240,6 +251,7 @@ class Transitions:
         if machine.id in self.machine_index:
             raise IllegalTransition(f"machine {machine.id!r} added twice; a known machine "
                                     "rejoins with a CapacityChanged JOIN")
+        self.story.capacity(self.now, machine.id, "add", 1.0)  # story:
         m = MachineRT(len(self.machines), machine, self.dispatcher.names, True)
         self.machines.append(m)
         self.machine_index[m.id] = m.index

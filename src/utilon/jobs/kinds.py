@@ -21,26 +21,30 @@ import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, get_args
-
-from pydantic_core import PydanticCustomError
+from typing import Any
 
 from utilon.jobs import grep, nbody, pi, terasort, textdata, wordcount
 from utilon.jobs.common import TASK_OVERHEAD_S
 from utilon.jobs.plan import JobPlan, StagePlan, resolve_call
+
+# other packages' job kinds live with the run models that name them (jobs/specs.py), and are
+# public here as they were
+from utilon.jobs.specs import PLUGIN_GROUP as PLUGIN_GROUP
 from utilon.jobs.specs import (
-    BUILTIN_KINDS,
-    BUILTIN_RUNS,
     CallableRun,
     GrepRun,
+    JobKind,
     NBodyRun,
     PiRun,
     RunSpec,
     SortRun,
     WordCountRun,
-    _Planned,
     _TextInput,
 )
+from utilon.jobs.specs import KindInfo as KindInfo
+from utilon.jobs.specs import job_kind as job_kind
+from utilon.jobs.specs import job_kinds as job_kinds
+from utilon.jobs.specs import plugin_run as plugin_run
 
 # Measured on a 2-core machine (one task at a time, in-process, warm page cache, at the default
 # sizes and at 2.5-10x them, rounded up); only priors, see the module docstring.  The
@@ -269,103 +273,3 @@ def _callable(spec: CallableRun) -> JobPlan:
 def _prior_note(stage: str, rate: float, unit: str) -> str:
     return (f"prior: {stage} task {TASK_OVERHEAD_S} s + {rate} s per {unit} "
             "(rate measured on a 2-core machine)")
-
-
-# -- job kinds of other packages -------------------------------------------------------------
-class JobKind(_Planned):
-    """A job kind from another package: the pydantic model of its ``run:`` block, which plans
-    itself.  A subclass sets ``kind`` to a ``Literal`` of its name, adds its fields (unknown
-    keys are errors, the model is frozen, as for the built-in kinds; ``estimate`` and
-    ``demand`` override the plan's priors and demands as they do for them) and implements
-    ``plan``; an installed package declares it as a ``utilon.jobs`` entry point of the same
-    name.  Task functions are named by import path (``StagePlan.call``), so they run in local
-    worker processes and on Ray workers alike, wherever the package is installed."""
-
-    kind: str
-    summary: ClassVar[str] = ""
-    """one line for ``utilon job-kinds``"""
-
-    def plan(self, job_id: str, seed: int, base_dir: Path) -> JobPlan:
-        """The job's stages, input preparation and verifier; a ``ValueError`` whose message
-        starts with the field at fault (``"tasks: ..."``) becomes one line naming the job."""
-        raise NotImplementedError(f"job kind {self.kind!r} does not implement plan()")
-
-
-PLUGIN_GROUP = "utilon.jobs"
-
-
-class KindInfo(NamedTuple):
-    """One job kind, for listings: its one-line summary, fields with defaults, and origin."""
-
-    kind: str
-    summary: str
-    fields: str
-    origin: str
-
-
-def _plugin_problem(name: str, obj: Any) -> str | None:
-    if not (isinstance(obj, type) and issubclass(obj, JobKind)):
-        what = getattr(obj, "__qualname__", None) or repr(obj)
-        return f"{what} is not a job kind (a subclass of utilon.jobs.kinds.JobKind)"
-    kinds = get_args(obj.model_fields["kind"].annotation)
-    if kinds != (name,):
-        return (f"the entry point is named {name!r} but the job kind's kind field is "
-                f"{obj.model_fields['kind'].annotation!r} (write kind: Literal[{name!r}])")
-    if name in BUILTIN_KINDS:
-        return f"{name!r} is a built-in job kind's name; the built-in is used"
-    if obj.plan is JobKind.plan:
-        return f"job kind {name!r} does not implement plan()"
-    return None
-
-
-def job_kind(kind: str) -> type[JobKind] | None:
-    """The installed plugin's job kind ``kind``, or None (``PluginError`` if it is broken)."""
-    from utilon.plugins import load
-
-    cls: type[JobKind] | None = load(PLUGIN_GROUP, kind, _plugin_problem)
-    return cls
-
-
-def plugin_run(value: Any) -> JobKind:
-    """Validate a run block whose kind is not built in against its plugin's model (the
-    scenario format's ``RunSpec`` calls this for such kinds)."""
-    from utilon.plugins import PluginError
-
-    if isinstance(value, JobKind):
-        return value
-    kind = value.get("kind") if isinstance(value, dict) else None
-    if not isinstance(kind, str):
-        raise PydanticCustomError("job_kind", f"a run block needs a kind, one of: {_listing()}")
-    try:
-        cls = job_kind(kind)
-    except PluginError as e:
-        raise PydanticCustomError("job_kind", e.one_line()) from None
-    if cls is None:
-        raise PydanticCustomError(
-            "job_kind", f"unknown job kind {kind!r}; valid: {_listing()} (a plugin's kind "
-            "needs its package installed; `utilon job-kinds` lists them)")
-    return cls.model_validate(value)
-
-
-def _listing() -> str:
-    return ", ".join(k.kind for k in job_kinds())
-
-
-def _fields(model: type[Any]) -> str:
-    """A kind's own fields (``estimate`` and ``demand``, which every kind has, left out)."""
-    return ", ".join(f"{n}={f.default!r}" if not f.is_required() else n
-                     for n, f in model.model_fields.items()
-                     if n not in ("kind", "estimate", "demand")) or "-"
-
-
-def job_kinds() -> list[KindInfo]:
-    """The built-in job kinds, then the installed plugins' (a broken plugin is a logged
-    warning, and left out)."""
-    from utilon.plugins import load_all
-
-    out = [KindInfo(k, m.model_fields["kind"].description or "", _fields(m), "utilon")
-           for k, m in zip(BUILTIN_KINDS, BUILTIN_RUNS, strict=True)]
-    for name, (cls, plugin) in sorted(load_all(PLUGIN_GROUP, _plugin_problem).items()):
-        summary = cls.summary or cls.model_fields["kind"].description or ""
-        out.append(KindInfo(name, summary, _fields(cls), plugin.dist))
-    return out

@@ -62,6 +62,7 @@ class GridRun:
     wall_limit: float | None = None
     ship: bool = False
     """Send the run's files back instead of writing them where it ran (a Ray node)."""
+    cpu_limit: float | None = None
 
 
 def run_grid(runs: Sequence[GridRun], workloads: Sequence[Workload] = (), *,
@@ -71,7 +72,8 @@ def run_grid(runs: Sequence[GridRun], workloads: Sequence[Workload] = (), *,
     in parallel over local processes (``jobs``) or a Ray cluster (``ray_address``)."""
     if ray_address is not None:
         runs = [r if r.out_dir is None else GridRun(r.workload, r.policy, r.params, r.out_dir,
-                                                    r.wall_limit, True) for r in runs]
+                                                    r.wall_limit, True, r.cpu_limit)
+                for r in runs]
     done = run_all(_run_one, tuple(workloads), runs, jobs=jobs, ray_address=ray_address,
                    on_progress=on_progress)
     for run, (_, files) in zip(runs, done, strict=True):
@@ -107,7 +109,7 @@ def _run_one(shared: tuple[Workload, ...], run: GridRun,
     def one(out_dir: Path | None) -> dict[str, Any]:
         cpu = time.process_time()
         summary = run_policy(wl, run.policy, run.params, out_dir=out_dir, progress=progress,
-                             wall_limit=run.wall_limit).summary
+                             wall_limit=run.wall_limit, cpu_limit=run.cpu_limit).summary
         # CPU seconds of the run and its outputs: what a league is sized by on a busy machine
         # (only in the summary returned; wall-clock numbers live under timing)
         timing = {**summary.get("timing", {}), "cpu_s": round(time.process_time() - cpu, 3)}

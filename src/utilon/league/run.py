@@ -53,6 +53,9 @@ class Setup:
     def wall_limit(self, w: Workload) -> float | None:
         return w.wall_limit if w.wall_limit is not None else self.league.wall_limit
 
+    def cpu_limit(self, w: Workload) -> float | None:
+        return w.cpu_limit if w.cpu_limit is not None else self.league.cpu_limit
+
 
 def setup(path: str | Path, set_name: str, *, seeds: int | None = None,
           estimates: Sequence[str] | None = None, candidate: str | None = None,
@@ -164,7 +167,8 @@ def grid(s: Setup, files: dict[tuple[str, int], Path]) -> tuple[list[Key], list[
                         continue
                     keys.append(Key(w.name, mode, seed, p.name))
                     runs.append(GridRun(ref, p.policy, dict(p.params),
-                                        wall_limit=s.wall_limit(w)))
+                                        wall_limit=s.wall_limit(w),
+                                        cpu_limit=s.cpu_limit(w)))
     return keys, runs
 
 
@@ -228,7 +232,8 @@ def document(s: Setup, results: dict[Key, dict[str, Any]], wall: float) -> dict[
                            "targets": {n: t.as_dict() for n, t in targets.items()}}
         workloads.append({
             "name": w.name, "source": _source(w), "note": w.note, "seeds": list(seeds),
-            "wall_limit": s.wall_limit(w), "excluded": dict(w.exclude), "modes": modes,
+            "wall_limit": s.wall_limit(w), "cpu_limit": s.cpu_limit(w),
+            "excluded": dict(w.exclude), "modes": modes,
             # CPU seconds per player over every seed and mode, slowest first
             "cpu_s": {n: round(x, 2) for n, x in sorted(run_cpu.items(), key=lambda kv: -kv[1])},
             "cpu_s_per_seed_and_mode": round(sum(run_cpu.values())

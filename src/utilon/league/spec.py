@@ -73,6 +73,9 @@ class Workload(_Strict):
     seed; 0 for a recipe)."""
     wall_limit: float | None = Field(None, gt=0)
     """Seconds of wall-clock time per run (default: the league's)."""
+    cpu_limit: float | None = Field(None, gt=0)
+    """Seconds of CPU time per run (default: the league's): unlike a wall-clock limit, it
+    stops the same runs on a busy machine as on an idle one."""
     exclude: dict[str, str] = Field(default_factory=dict)
     """Competitors not run on this workload, each with the reason (printed with the table)."""
     note: str = ""
@@ -118,6 +121,7 @@ class League(_Strict):
     """The estimate mode the targets are set for; the other modes are shown too."""
     candidate: str = "default"
     wall_limit: float | None = Field(None, gt=0)
+    cpu_limit: float | None = Field(None, gt=0)
     data: str = "../shared/data"
     competitors: tuple[str | Competitor, ...]
     targets: Targets = Field(default_factory=lambda: Targets.model_validate({}))
@@ -148,7 +152,8 @@ class League(_Strict):
 
 def read_league(path: str | Path) -> tuple[League, Path]:
     """The league file, validated, and the folder its relative paths start from."""
-    from utilon.scenario.load import pydantic_error, read_data
+    from utilon.readers import pydantic_error
+    from utilon.scenario.load import read_data
 
     p = Path(path)
     data = read_data(p)

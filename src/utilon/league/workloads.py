@@ -106,7 +106,7 @@ def generate(entry: Workload, seed: int, where: Where) -> Path:
 
 
 def _import(recipe: TraceRecipe, name: str, seed: int, where: Where, out: Path) -> None:
-    from utilon.cli.trace import parse_seconds  # the CLI's reading of 1h, 30m, ...
+    from utilon.readers import parse_seconds  # the CLI's reading of 1h, 30m, ...
     from utilon.traces import ClassRule, Window, import_trace, write_scenario
 
     def one(r: TraceRecipe, with_scenario: Path | None, dest: Path) -> None:

@@ -251,12 +251,14 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
 def write_outputs(out_dir: Path, rows: list[dict[str, Any]], summary: dict[str, Any],
                   provenance: dict[str, Any], result: RunRecord | None = None) -> dict[str, Any]:
     """Write jobs.csv, summary.json, provenance.json and, given the run, its timeline files
-    (allocation.csv, capacity.csv, attempts.csv).  Returns the summary as written: with the
-    run, it gains a ``timeline`` key saying how the timeline files were bounded."""
+    (allocation.csv, capacity.csv, attempts.csv) and story.jsonl.  Returns the summary as
+    written: with the run, it gains a ``timeline`` key saying how the timeline files were
+    bounded."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_jobs_csv(out_dir / "jobs.csv", rows)
     if result is not None:
         about = write_timeline(out_dir, result.core, result.end_time)
+        result.core.story.write(out_dir / "story.jsonl")  # per-job stories (docs/explain.md)
         timing = summary.get("timing")
         summary = {k: v for k, v in summary.items() if k != "timing"} | {"timeline": about}
         if timing is not None:

@@ -49,32 +49,52 @@ class Task:
     phases: tuple[UsagePhase, ...] = ()
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.duration) and self.duration > 0):
-            raise ModelError(f"task duration must be a positive number, got {self.duration!r}")
-        if not self.demand.is_nonnegative():
-            raise ModelError(f"task demand must be non-negative, got {self.demand!r}")
-        if self.phases:
-            total = sum(p.fraction for p in self.phases)
-            if abs(total - 1.0) > 1e-6:
-                raise ModelError(f"task usage phase fractions sum to {total:g}, not 1")
+        _check_duration(self.duration)
+        _check_shared(self.demand, self.phases)
 
     @classmethod
     def many(cls, durations: Iterable[float], demand: Resources,
              phases: tuple[UsagePhase, ...] = ()) -> tuple[Task, ...]:
-        """Tasks of one stage: demand and phases are checked once, and tasks with equal
-        durations share one (immutable) object -- a traced stage has thousands of them."""
-        made: dict[float, Task] = {}
-        out = []
-        for d in durations:
-            t = made.get(d)
-            if t is None:
-                t = made[d] = cls(float(d), demand, phases)
-            out.append(t)
-        return tuple(out)
+        """Tasks of one stage: demand and phases are checked once for the stage (not once per
+        task: a sampled stage has thousands of distinct durations), each distinct duration
+        once, and tasks with equal durations share one (immutable) object."""
+        ds = durations if isinstance(durations, list | tuple) else list(durations)
+        if not ds:
+            return ()
+        _check_duration(float(ds[0]))  # the error a task-by-task build would raise first
+        _check_shared(demand, phases)
+        made: dict[float, Task] = dict.fromkeys(ds)  # type: ignore[assignment]
+        for d in made:
+            # __init__ without __post_init__, which would check the shared demand again
+            t = made[d] = _new(cls)
+            _set(t, "duration", _check_duration(float(d)))
+            _set(t, "demand", demand)
+            _set(t, "phases", phases)
+        return tuple(map(made.__getitem__, ds))
 
     def usage_phases(self) -> tuple[UsagePhase, ...]:
         """The phases, defaulting to one phase that uses exactly what was declared."""
         return self.phases or (UsagePhase(1.0, self.demand, "run"),)
+
+
+def _check_duration(duration: float) -> float:
+    if not (math.isfinite(duration) and duration > 0):
+        raise ModelError(f"task duration must be a positive number, got {duration!r}")
+    return duration
+
+
+def _check_shared(demand: Resources, phases: tuple[UsagePhase, ...]) -> None:
+    """The checks of what a stage's tasks share: their demand and usage phases."""
+    if not demand.is_nonnegative():
+        raise ModelError(f"task demand must be non-negative, got {demand!r}")
+    if phases:
+        total = sum(p.fraction for p in phases)
+        if abs(total - 1.0) > 1e-6:
+            raise ModelError(f"task usage phase fractions sum to {total:g}, not 1")
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 _duration = attrgetter("duration")

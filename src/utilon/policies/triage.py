@@ -44,9 +44,15 @@ goal: the prediction adds, for a goal x seconds away, the work that arrived over
 **Reserve.**  A no-kill scheduler cannot start a job at once while every slot runs a long
 task.  Jobs whose whole window is shorter than the mean expected duration of the running
 tasks cannot wait for one to end; twice the slots they held on average (Little's law over
-``history``, doubled for bursts) is kept from jobs with time to spare: such a job keeps and
-refills what it runs and grows only within what is left.  Jobs that cannot wait themselves
-(laxity under that mean duration) are granted without a cap.
+``history``, doubled for bursts) is kept from jobs with time to spare.  Jobs that cannot wait
+themselves (laxity under that mean duration, their unchecked stages planned at estimate /
+doubt: ``wary``) are granted without a cap.  How the rest is shared (``reserve``):
+``adaptive`` (the default) is *strict* while the jobs want more slots than the cluster has --
+the first job with time to spare grows within what is left and the others keep what they
+run, so what it does not take stays free for short arrivals -- and *exact* while the cluster
+could serve everyone: only the reserve is held back.  ``strict`` is strict always (the default
+until the third held-out set; on light hours it delays jobs with time to spare for short jobs
+that do not come), ``off`` grants whole jobs.  docs/league.md has the experiments.
 
 **Doubt.**  Under online estimates a stage none of whose tasks has finished is planned at
 its estimate times the estimator's measured error (the ``confidence`` quantile of
@@ -109,6 +115,7 @@ class Outlook(NamedTuple):
     busy_time: float  # sum of its running tasks' expected durations
     size: float  # slot size of its next task (its first stage with tasks left)
     task: float  # expected duration of its next task
+    ready: float  # slots its ready tasks would take now
 
 
 def outlook(job: JobView, now: float, capacity: float, doubt: float = 1.0,
@@ -119,7 +126,7 @@ def outlook(job: JobView, now: float, capacity: float, doubt: float = 1.0,
     unit of it cluster-wide) a task's size is its dominant share of the cluster in slots: a
     task that needs a fifth of the cluster's disk bandwidth counts as a fifth of its slots,
     however few cores it asks for."""
-    work = path = held = busy_time = 0.0
+    work = path = held = busy_time = ready = 0.0
     running = 0
     first = task = 0.0
     for s in job.stages:
@@ -134,6 +141,7 @@ def outlook(job: JobView, now: float, capacity: float, doubt: float = 1.0,
                 size = max(size, demand.get(name) * per)
         if not first and (s.ready or s.running):
             first, task = size, e
+        ready += s.ready * size
         r = s.running
         unstarted = left - r
         width = max(1, int(capacity / size + 1e-9))
@@ -165,7 +173,7 @@ def outlook(job: JobView, now: float, capacity: float, doubt: float = 1.0,
         rate = job.weight / window
     lo, hi = job.utility.bounds
     return Outlook(work, path, goal, window, max(hi - lo, 1e-9), rate, held, running,
-                   busy_time, first or job.slot_size, task)
+                   busy_time, first or job.slot_size, task, ready)
 
 
 def dominant_scale(snapshot: ClusterSnapshot) -> tuple[tuple[str, float], ...]:
@@ -209,9 +217,11 @@ class Triage(Policy):
     # workloads tried (docs/policies.md), at the cost of more decisions
     triggers = EVENT_TRIGGERS - {Trigger.STAGE_FINISHED}
 
-    def __init__(self, bound: float = 1.0, forecast: bool = True, reserve: bool = True,
+    def __init__(self, bound: float = 1.0, forecast: bool = True,
+                 reserve: bool | str = "adaptive",
                  history: float = 600.0, confidence: float = 0.8,
-                 sizing: str = "slots") -> None:
+                 sizing: str = "slots", wary: bool = True) -> None:
+        self.wary = wary
         if not (math.isfinite(bound) and bound >= 0):
             raise ValueError("bound must be a finite number >= 0")
         if not (math.isfinite(history) and history > 0):
@@ -220,6 +230,12 @@ class Triage(Policy):
             raise ValueError("confidence must be within [0, 1)")
         if sizing not in ("slots", "dominant"):
             raise ValueError("sizing must be 'slots' or 'dominant'")
+        modes = {True: "adaptive", False: "off", "adaptive": "adaptive", "strict": "strict",
+                 "off": "off"}
+        if reserve not in modes:
+            raise ValueError("reserve must be 'adaptive', 'strict' or 'off' (or true / false)")
+        self.reserve_mode = modes[reserve]
+        reserve = self.reserve_mode != "off"
         self.sizing = sizing
         self.bound = bound
         self.confidence = confidence
@@ -240,6 +256,7 @@ class Triage(Policy):
         self._errors: list[float] = []  # |ln(measured / prior)|, sorted
         self._sorted: tuple[list[float], list[float]] = ([], [0.0])
         self._sorted_key: tuple[int, object] = (-1, None)
+        self._doubt_now = 1.0
 
     def _learn(self, job: JobView) -> None:
         """Measure the estimator: a stage's estimate before any of its tasks finished (its
@@ -301,6 +318,7 @@ class Triage(Policy):
         capacity = max(snapshot.total_slots, 1e-9)
         online = snapshot.online_estimates
         doubt = self._doubt() if online else 1.0
+        self._doubt_now = doubt
         scale = dominant_scale(snapshot) if self.sizing == "dominant" else ()
         key = (capacity, doubt, scale)
         # Rows (goal, submit, first sight, ...) sort as plain tuples without a key function;
@@ -311,7 +329,7 @@ class Triage(Policy):
         untimed: list[Row] = []
         cache = self._cache
         fresh: dict[str, tuple[JobView, tuple[object, ...], Row | None]] = {}
-        busy = busy_time = 0.0
+        busy = busy_time = wanted = 0.0
         self._running = running = set()
         for j in snapshot.jobs:
             jid = j[0]
@@ -326,6 +344,7 @@ class Triage(Policy):
             if row is None:
                 continue
             o = row[3]
+            wanted += o[6] + o[11]
             if o[7]:  # running: its outlook moves with the clock
                 running.add(jid)
                 busy += o[7]
@@ -387,7 +406,7 @@ class Triage(Policy):
             deferred = []
         ordered = kept + deferred + untimed
         if self.reserve:
-            grants = self._reserving(now, ordered, capacity)
+            grants = self._reserving(now, ordered, capacity, wanted)
         else:
             grants = list(map(_grant, ordered))
         return Decision(grants=tuple(grants), infeasible=self._explain(deferred, fresh))
@@ -413,10 +432,19 @@ class Triage(Policy):
         items.sort(key=lambda it: it.job)  # a set's order is not reproducible across runs
         return tuple(items)
 
-    def _reserving(self, now: float, ordered: list[Row], capacity: float) -> list[Grant]:
+    def _reserving(self, now: float, ordered: list[Row], capacity: float,
+                   wanted: float) -> list[Grant]:
         """Whole-job grants, except that jobs with time to spare may not take the last
         slots: those are kept for the short jobs that arrive meanwhile and cannot wait for a
-        running task to end (a no-kill scheduler has no other way to start them at once)."""
+        running task to end (a no-kill scheduler has no other way to start them at once).
+
+        While the jobs want more slots than the cluster has (``wanted``: what they run and
+        could start now), the reserve is *strict*: the first job with time to spare, in the
+        order, grows within what is left, and the others only keep what they run -- what the
+        first does not take stays free too.  Growing several such jobs at once commits slots
+        to long tasks exactly when short jobs will find none.  While the cluster could serve
+        everyone, only the reserve itself is held back and the rest is shared out: holding
+        more then only delays jobs with time to spare (the light hours of docs/league.md)."""
         busy, busy_time = self._busy
         tau = busy_time / busy if busy else 0.0  # mean expected duration of a running task
         _, _, span = self._interference(now)
@@ -426,21 +454,28 @@ class Triage(Policy):
         need = 2.0 * sums[bisect.bisect_left(windows, tau)] / span
         if need < 1.0:  # less than one slot: nothing to hold back
             return list(map(_grant, ordered))
+        strict = self.reserve_mode == "strict" or wanted > capacity + 1e-9
+        # "Can it wait?" plans its unchecked stages at their estimates / doubt (wary): a job
+        # that waits on an estimate that was too low misses.
+        stretch = 1.0 / self._doubt_now if self.wary else 1.0
         budget = capacity - need
         grants: list[Grant] = []
         append = grants.append
         for row in ordered:
             o = row[3]
+            spare = o[2] - now - o[1] * stretch >= tau
             if budget <= 0.0 and o[7] == 0:  # the budget is spent: no more for anyone
-                append(row[7] if o[2] - now - o[1] >= tau else row[6])
+                append(row[7] if spare else row[6])
                 continue
-            if o[2] - now - o[1] < tau:  # cannot wait: the reserve is its too
-                budget -= o[6]
+            if not spare:  # cannot wait: the reserve is its too
+                budget -= o[6] if strict else o[6] + o[11]
                 append(row[6])
                 continue
             # it keeps (and refills) what it runs, and grows only within the budget
             size = o[9]
             more = max(0, int(max(budget - o[6], 0.0) / size + 1e-9))
+            if not strict:  # only what it can start now
+                more = min(more, int(o[11] / size + 1e-9))
             budget -= o[6] + more * size
             append(Grant(row[4][0], o[7] + more))
         return grants

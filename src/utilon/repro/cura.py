@@ -44,10 +44,9 @@ from utilon.cloud.profile import (
     ProfileStore,
     appendix_b_cloud,
     appendix_b_profiles,
-    swim_profiles,
 )
 from utilon.cloud.sim import CloudSim
-from utilon.cloud.workload import DeadlineDist, appendix_b_jobs, generate
+from utilon.cloud.workload import DeadlineDist, appendix_b_jobs, generate, swim_profiles
 from utilon.parallel import Fanout
 from utilon.policies import make_cloud_policy
 from utilon.policies.cura.reconfig import plan

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from utilon.report import color
 
 if TYPE_CHECKING:
-    from utilon.repro.ras import RasRun
+    from utilon.repro.ras_run import RasRun
 
 DPI = 120
 APPS = ("sort", "combine", "select")

@@ -58,7 +58,6 @@ from typing import Any
 
 import numpy as np
 
-from utilon.model.job import Job
 from utilon.parallel import Fanout
 from utilon.policies.rds.capacity import CapacityProfile
 from utilon.policies.rds.predict import backtest, make_predictor
@@ -69,6 +68,7 @@ from utilon.repro.rds_claims import PAPER_FIG7 as PAPER_FIG7  # the paper's numb
 from utilon.repro.rds_claims import PAPER_FIG10A_NRMSE as PAPER_FIG10A_NRMSE
 from utilon.repro.rds_claims import PAPER_FIG11A_GREEN as PAPER_FIG11A_GREEN
 from utilon.repro.rds_figures import write_figures
+from utilon.repro.rds_run import Run
 from utilon.runner import run_policy, write_files, written
 from utilon.scenario.build import Workload, build_workload
 from utilon.scenario.load import parse_scenario
@@ -240,35 +240,6 @@ def profile_for(workload: Workload, out: Path, seed: int = 0) -> Path:
 
 
 # ------------------------------------------------------------------------------ runs
-@dataclass(frozen=True)
-class Run:
-    label: str
-    policy: str
-    summary: dict[str, Any]
-    rows: list[dict[str, Any]]
-    jobs: tuple[Job, ...]
-
-    @property
-    def penalty(self) -> float:
-        return float(self.summary["penalty"])
-
-    def misses(self, kind: str | None = None) -> tuple[int, int, int]:
-        """(soft misses, hard misses, jobs) over the jobs of ``kind`` (all when None)."""
-        soft = hard = n = 0
-        for row, job in zip(self.rows, self.jobs, strict=True):
-            if kind is not None and job.job_class != kind:
-                continue
-            n += 1
-            soft += bool(row["missed"])
-            h = getattr(job.utility, "hard", math.inf)
-            hard += row["finish"] is None or row["finish"] > h + 1e-9
-        return soft, hard, n
-
-    @property
-    def response_mean(self) -> float:
-        return float(self.summary["response_mean"])
-
-
 def run_one(workload: Workload, label: str, policy: str, params: dict[str, Any],
             out: Path | None) -> Run:
     res = run_policy(workload, policy, params, out_dir=out)

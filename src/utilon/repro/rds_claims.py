@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from utilon.repro.claims import Claim, Observation
 
 if TYPE_CHECKING:
-    from utilon.repro.rds import Run
+    from utilon.repro.rds_run import Run
 
 Sample = Mapping[str, Mapping[str, "Run"]]  # mode -> label -> run
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from utilon.report import allocation_figure, color, load_run
 
 if TYPE_CHECKING:
-    from utilon.repro.rds import Run
+    from utilon.repro.rds_run import Run
 
 DPI = 120
 

@@ -54,6 +54,9 @@ class ErrorOut(BaseModel):
                         "address")
 
 
+STORY_RECENT = 20  # the most recent story entries a job view shows (a job keeps up to 32)
+
+
 class JobOut(BaseModel):
     id: str = Field(description="the id its tenant gave it (ids are per tenant)")
     ref: str = Field("", description="TENANT:ID, the name that is unique across tenants")
@@ -78,6 +81,10 @@ class JobDetail(JobOut):
         None, description="once finished: its jobs.csv row, output directory, verification")
     events: list[dict[str, Any]] = Field(default_factory=list)
     attempts: list[dict[str, Any]] = Field(default_factory=list)
+    story: list[dict[str, Any]] = Field(
+        default_factory=list, description="the scheduler's recent story of the job: grants, "
+        "the policy's reasons, kills and re-queues, each with the id of its cause "
+        "(docs/explain.md); empty once the job's story was dropped or the server restarted")
 
 
 class JobPage(BaseModel):
@@ -436,7 +443,15 @@ def create_app(engine: ServiceEngine, tenants: TenantBook, *, manage: bool = Tru
         return JobDetail(**job_out(rec).model_dump(exclude={"live"}), spec=rec.spec,
                          live=engine.live_view(rec.id), result=rec.result,
                          events=engine.store.events_of(rec.id),
-                         attempts=engine.store.attempts_of(rec.id))
+                         attempts=engine.store.attempts_of(rec.id), story=_story(rec.id))
+
+    def _story(job_id: str) -> list[dict[str, Any]]:
+        """The job's last ``STORY_RECENT`` story entries, as the core holds them now."""
+        core = engine.core
+        if core is None:
+            return []
+        with engine.lock:
+            return core.story.of(job_id)[-STORY_RECENT:]
 
     @app.delete(f"/{API_VERSION}/jobs/{{job_id}}", status_code=202, response_model=JobOut,
                 responses=responses)

@@ -99,6 +99,7 @@ from utilon.service.lease import Elector, Lease
 from utilon.service.prepare import Prep, Preparer
 from utilon.service.quotas import (
     DEFAULT_LIMITS,
+    Held,
     InputSize,
     Limits,
     Usage,
@@ -143,6 +144,12 @@ class _Built:
     @property
     def prepares(self) -> bool:
         return self.plan is not None and self.plan.prepare is not None
+
+    @property
+    def holds(self) -> Held:
+        """What it counts against its tenant's quotas while it is open."""
+        stages = self.job.stages
+        return Held(1, self.size.written, sum(len(st.tasks) for st in stages), len(stages))
 
 
 @dataclass
@@ -384,9 +391,13 @@ class ServiceEngine:
         factor = self.weights(tenant)
         if factor != 1.0:  # (a copy of the spec is a tenth of the build: not for nothing)
             js = js.model_copy(update={"weight": js.weight * factor})
-        # drawn from the job's id, so that a restart rebuilds the very same job
+        # drawn from the job's id, so that a restart rebuilds the very same job; a job that
+        # draws nothing is the same job whatever its seed, and deriving one (numpy's
+        # SeedSequence) is work no one uses then
         index = zlib.crc32(js.id.encode("utf-8"))
-        seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
+        seed = self.seed
+        if js.run is not None or draws(payload):
+            seed = int(np.random.SeedSequence([self.seed, index]).generate_state(1)[0])
         try:
             job, plan, standalone = build_job(self.spec, self.cluster, js, seed=seed,
                                               index=index, base_dir=self.state_dir)
@@ -431,7 +442,7 @@ class ServiceEngine:
         limits = self.limits(tenant)
         self.usage.room(tenant, limits)
         check_payload(data, limits)
-        check_declared(data, limits)
+        self.usage.room(tenant, limits, check_declared(data, limits))
         name = str(data.get("id") or f"{tenant}-{secrets.token_hex(5)}")
         if not _JOB_ID.match(name):  # it names the job's directory: no paths, no oddities
             raise RequestError(f"bad job id {name[:80]!r}", where="id",
@@ -455,7 +466,7 @@ class ServiceEngine:
         spec["id"] = name
         spec["submit"] = now
         spec["tenant"] = tenant
-        self.usage.admit(tenant, key, built.size.written, limits)
+        self.usage.admit(tenant, key, built.holds, limits)
         out: Future[JobRecord] = Future()
 
         def committed(written: Future[JobRecord | None]) -> None:
@@ -568,7 +579,7 @@ class ServiceEngine:
                                 reason=e.one_line())
                 continue
             self.stats.recovered += 1
-            self.usage.hold(rec.tenant, rec.id, built.size.written)
+            self.usage.hold(rec.tenant, rec.id, built.holds)
             self._enqueue(rec.id, rec.tenant, built)
 
     def _loop(self) -> None:
@@ -729,6 +740,8 @@ class ServiceEngine:
         tenants: dict[str, float] = {}
         jobs: list[tuple[float, str, str]] = []
         for jid, rt in core.active.items():
+            if not rt.running:  # (most of a long queue: skipped cheaply)
+                continue
             held = sum(rt.stages[r[1]].vectors[r[2]][slot] for r in rt.running)
             if held > 0:
                 tenants[rt.job.tenant] = tenants.get(rt.job.tenant, 0.0) + held
@@ -866,6 +879,21 @@ class ServiceEngine:
                 "decisions": self.core.stats.decisions if self.core else 0,
                 "decide_ms_p50": _pct(ms, 50), "decide_ms_p95": _pct(ms, 95),
                 "decide_ms_max": ms[-1] if ms else None, "window": len(ms)}
+
+
+def draws(payload: Any) -> bool:
+    """Whether a job's spec draws a number (a distribution: a mapping with ``dist``) -- the
+    only use its seed has but a real job's (``run:``), whose plan is seeded too."""
+    stack = [payload]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if "dist" in v:
+                return True
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 def deadline_status(goal: float | None, finish: float | None, now: float,

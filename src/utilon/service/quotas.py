@@ -8,8 +8,9 @@ tenant's own ``limits:`` over it) bound what it may submit and hold:
   API's middleware, 413), every string's length, every number finite and in range, every
   demand > 0, tasks per stage and per job, the input's size;
 * over its open jobs, checked as a submission is accepted (``Usage.admit``, 429 with its
-  current use): how many jobs it has queued or running, and how many bytes of input they
-  write into the state folder;
+  current use): how many jobs it has queued or running, how many tasks they have (what they
+  hold of the server's memory: the scheduler keeps every task of an open job), and how many
+  bytes of input they write into the state folder;
 * while it runs: the slot resource its running tasks hold (``max_running_slots`` and
   ``max_running_share``), which the scheduler enforces (``service.capping``).
 
@@ -23,7 +24,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +47,15 @@ class Limits(BaseModel):
     max_queued_jobs: int = Field(
         default=1000, ge=1, le=10**7,
         description="jobs accepted and not over (queued, preparing or running) at once")
+    # the next two bound the server memory a tenant's open jobs hold: with max_queued_jobs,
+    # at most ~180 MB at the costs benchmarks/bench_service.py measured (docs/service.md)
+    max_queued_tasks: int = Field(
+        default=800_000, ge=1, le=10**9,
+        description="tasks of its open jobs together (the scheduler holds each in memory)")
+    max_queued_stages: int = Field(
+        default=10_000, ge=1, le=10**9,
+        description="stages of its open jobs together (a stage costs the scheduler's memory "
+        "what ~30 tasks do)")
     max_tasks_per_job: int = Field(default=20_000, ge=1, le=10**7,
                                    description="tasks of one job")
     max_tasks_per_stage: int = Field(default=10_000, ge=1, le=10**7,
@@ -179,16 +189,23 @@ def _is_value(where: str) -> bool:
     return bool(parts) and parts[-1].startswith("points[") and parts[-1].endswith("][1]")
 
 
-def check_declared(data: Mapping[str, Any], limits: Limits) -> None:
+def check_declared(data: Mapping[str, Any], limits: Limits) -> Held:
     """Refuse a job whose literal task counts pass the limits before it is built (building a
-    job of 10**6 tasks costs seconds and ~100 MB); ``check_job`` checks the exact counts."""
+    job of 10**6 tasks costs seconds and ~100 MB); ``check_job`` checks the exact counts.
+    Returns the fewest tasks and stages the built job can have (its literal counts; at least
+    one of each), for ``Usage.room``."""
     counts: list[tuple[str, float]] = []
-    for i, st in enumerate(_dicts(data.get("stages"))):
+    fewest = 0
+    stages = _dicts(data.get("stages"))
+    for i, st in enumerate(stages):
         n = _most(st.get("tasks"))
         if isinstance(st.get("durations"), list):
             n = len(st["durations"])
         if isinstance(n, int | float) and not isinstance(n, bool):
             counts.append((f"stages[{i}].tasks", n))
+            exact = n is st.get("tasks") or isinstance(st.get("durations"), list)
+            if exact and n >= 1:  # (not the most a distribution may draw)
+                fewest += int(n)
     run = data.get("run")
     if isinstance(run, Mapping):
         for k in ("maps", "reduces"):
@@ -209,6 +226,7 @@ def check_declared(data: Mapping[str, Any], limits: Limits) -> None:
     if total > limits.max_tasks_per_job:
         raise RequestError(f"{total:g} tasks in the job; the limit max_tasks_per_job is "
                            f"{limits.max_tasks_per_job}", where="stages", fix=FIX)
+    return Held(1, 0, max(fewest, 1), max(len(stages), 1))
 
 
 def _most(tasks: Any) -> Any:
@@ -296,56 +314,84 @@ def check_job(job: Job, limits: Limits, capacity: float, slot_resource: str) -> 
 
 
 # -- what a tenant holds ----------------------------------------------------------------------
+class Held(NamedTuple):
+    """What one tenant's open jobs hold (or one job adds)."""
+
+    jobs: int = 0
+    input_bytes: int = 0
+    tasks: int = 0
+    stages: int = 0
+
+    def plus(self, o: Held, sign: int = 1) -> Held:
+        return Held(*(a + sign * b for a, b in zip(self, o, strict=True)))
+
+
+NOTHING = Held()
+ONE_JOB = Held(1, 0, 1, 1)
+"""the least any job adds: itself, one stage of one task"""
+
+
 class Usage:
-    """Each tenant's open jobs and the input bytes they hold (reserved at submission, the
-    measured size once prepared), kept in memory: counted under one lock, so concurrent
-    submissions of one tenant cannot pass its limits together."""
+    """Each tenant's open jobs, the input bytes they hold (reserved at submission, the
+    measured size once prepared), their tasks and their stages, kept in memory: counted
+    under one lock, so concurrent submissions of one tenant cannot pass its limits
+    together."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._jobs: dict[str, tuple[str, int]] = {}  # key -> (tenant, bytes)
-        self._count: dict[str, int] = {}
-        self._bytes: dict[str, int] = {}
+        self._jobs: dict[str, tuple[str, Held]] = {}  # key -> (tenant, what it holds)
+        self._held: dict[str, Held] = {}
 
-    def room(self, tenant: str, limits: Limits) -> None:
-        """Refuse (429) at once a tenant already at ``max_queued_jobs``: checked again by
+    def room(self, tenant: str, limits: Limits, adds: Held = ONE_JOB) -> None:
+        """Refuse (429) at once a tenant with no room for one more job that adds at least
+        ``adds`` (what it says before it is built: ``check_declared``): checked again by
         ``admit``, but before the job is built, so that a flood past the quota costs the
         server next to nothing."""
         with self._lock:
-            self._room(tenant, limits)
+            self._room(tenant, limits, adds)
 
-    def _room(self, tenant: str, limits: Limits) -> None:
-        jobs = self._count.get(tenant, 0)
-        if jobs >= limits.max_queued_jobs:
+    def _room(self, tenant: str, limits: Limits, adds: Held) -> None:
+        held = self._held.get(tenant, NOTHING)
+        if held.jobs >= limits.max_queued_jobs:
             raise RequestError(
-                f"tenant {tenant!r} has {jobs} jobs queued or running; the limit "
+                f"tenant {tenant!r} has {held.jobs} jobs queued or running; the limit "
                 f"max_queued_jobs is {limits.max_queued_jobs}", status=429,
                 where="max_queued_jobs", fix="wait for some to finish, or cancel some")
+        for what, has, more, limit in (
+                ("tasks", held.tasks, adds.tasks, limits.max_queued_tasks),
+                ("stages", held.stages, adds.stages, limits.max_queued_stages)):
+            if has + more > limit:
+                raise RequestError(
+                    f"tenant {tenant!r} has {has} {what} in jobs queued or running and this "
+                    f"job adds {more}; the limit max_queued_{what} is {limit}", status=429,
+                    where=f"max_queued_{what}",
+                    fix="wait for some jobs to finish, cancel some, or send smaller ones")
 
-    def admit(self, tenant: str, key: str, nbytes: int, limits: Limits) -> None:
-        """Count ``key`` against ``tenant``, or refuse (429) naming the limit and the use."""
+    def admit(self, tenant: str, key: str, adds: Held, limits: Limits) -> None:
+        """Count ``key`` (``adds``: one job, its input bytes, tasks and stages) against
+        ``tenant``, or refuse (429) naming the limit and the use."""
         with self._lock:
-            held = self._bytes.get(tenant, 0)
-            self._room(tenant, limits)
+            self._room(tenant, limits, adds)
+            held = self._held.get(tenant, NOTHING).input_bytes
+            nbytes = adds.input_bytes
             if nbytes and held + nbytes > limits.max_input_total_mb * MB:
                 raise RequestError(
                     f"tenant {tenant!r} holds {held / MB:g} MB of input and this job adds "
                     f"{nbytes / MB:g} MB; the limit max_input_total_mb is "
                     f"{limits.max_input_total_mb:g}", status=429, where="max_input_total_mb",
                     fix="wait for some jobs to finish, or cancel some")
-            self._add(tenant, key, nbytes)
+            self._add(tenant, key, adds)
 
-    def hold(self, tenant: str, key: str, nbytes: int) -> None:
+    def hold(self, tenant: str, key: str, adds: Held) -> None:
         """Count ``key`` whatever the limits (a job recovered after a restart)."""
         with self._lock:
-            self._add(tenant, key, nbytes)
+            self._add(tenant, key, adds)
 
-    def _add(self, tenant: str, key: str, nbytes: int) -> None:
+    def _add(self, tenant: str, key: str, adds: Held) -> None:
         if key in self._jobs:
             return
-        self._jobs[key] = (tenant, nbytes)
-        self._count[tenant] = self._count.get(tenant, 0) + 1
-        self._bytes[tenant] = self._bytes.get(tenant, 0) + nbytes
+        self._jobs[key] = (tenant, adds)
+        self._held[tenant] = self._held.get(tenant, NOTHING).plus(adds)
 
     def resize(self, key: str, nbytes: int) -> None:
         """The measured size of ``key``'s input, in place of what was reserved."""
@@ -353,18 +399,18 @@ class Usage:
             held = self._jobs.get(key)
             if held is not None:
                 tenant, before = held
-                self._jobs[key] = (tenant, nbytes)
-                self._bytes[tenant] += nbytes - before
+                after = before._replace(input_bytes=nbytes)
+                self._jobs[key] = (tenant, after)
+                self._held[tenant] = self._held[tenant].plus(after).plus(before, -1)
 
     def release(self, key: str) -> None:
         with self._lock:
             held = self._jobs.pop(key, None)
             if held is not None:
-                tenant, nbytes = held
-                self._count[tenant] -= 1
-                self._bytes[tenant] -= nbytes
+                tenant, adds = held
+                self._held[tenant] = self._held[tenant].plus(adds, -1)
 
-    def of(self, tenant: str) -> tuple[int, int]:
-        """(open jobs, input bytes) ``tenant`` holds."""
+    def of(self, tenant: str) -> Held:
+        """What ``tenant``'s open jobs hold."""
         with self._lock:
-            return self._count.get(tenant, 0), self._bytes.get(tenant, 0)
+            return self._held.get(tenant, NOTHING)

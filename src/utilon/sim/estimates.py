@@ -54,14 +54,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 
 from utilon.model.job import Job, Stage
-
-if TYPE_CHECKING:
-    from utilon.scenario.build import Workload
 
 # benchmarks/results-estimates-calibration.json, model.log_error_knots: ln(actual / predicted)
 # at p = (k + 0.5) / 100, k = 0..99 (benchmarks/calibrate_estimates.py; see the docstring)
@@ -213,7 +210,29 @@ class Priors:
                 "learning": self.mode.learning}
 
 
-def priors(workload: Workload) -> Priors:
+class _Simulation(Protocol):
+    @property
+    def estimates(self) -> str: ...
+
+
+class _Spec(Protocol):
+    @property
+    def simulation(self) -> _Simulation: ...
+
+
+class Scenario(Protocol):
+    """What :func:`priors` reads of a built scenario (``utilon.scenario.build.Workload``):
+    named here because the scenario format is a room above the simulator."""
+
+    @property
+    def jobs(self) -> tuple[Job, ...]: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def spec(self) -> _Spec: ...
+
+
+def priors(workload: Scenario) -> Priors:
     """The priors of ``workload``'s simulation under its ``simulation.estimates``: every path
     that simulates a workload (``runner``, ``plan``) builds its simulation from these."""
     mode = parse_mode(workload.spec.simulation.estimates)

@@ -16,10 +16,9 @@ from utilon.traces.base import (
     TraceError,
     TracePart,
     Window,
-    importer,
-    importer_kinds,
     register,
 )
+from utilon.traces.kinds import importer, importer_kinds
 
 __all__ = [
     "ClassRule", "Common", "ImportResult", "Importer", "ImporterOptions", "Provenance",

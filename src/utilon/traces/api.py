@@ -33,9 +33,9 @@ from utilon.traces.base import (
     TraceError,
     TracePart,
     Window,
-    importer,
     sha256_of,
 )
+from utilon.traces.kinds import importer
 
 
 @dataclass

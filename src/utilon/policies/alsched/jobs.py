@@ -33,6 +33,7 @@ request (the agent's utility function) and how the duration depends on the place
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -54,7 +55,13 @@ only the 32-core ones (the ablation)."""
 
 
 def request_for(kind: str, desired: str = "fits") -> Request:
-    """The request of a §5.1 job type (``tasks`` is bound to the stage's ready tasks)."""
+    """The request of a §5.1 job type (``tasks`` is bound to the stage's ready tasks);
+    parsed once per type and shared by its jobs (a request is immutable)."""
+    return _request(kind, desired)
+
+
+@functools.cache
+def _request(kind: str, desired: str) -> Request:
     if kind == "nbody":
         if desired not in DESIRED:
             raise ValueError(f"unknown desired machines {desired!r}; valid: "

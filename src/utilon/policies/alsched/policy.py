@@ -66,9 +66,10 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -103,6 +104,7 @@ _Bound = tuple[Node, dict[str, tuple[int, ...]]]  # a concrete expression and it
 _EPS = 1e-9
 _MANY = 1 << 30  # "no limit" for a task that demands nothing of a resource
 _DENOMINATOR = 64  # slot demands are read as fractions with denominators up to this
+_MEMO = 4096  # entries of the restricted-classes memo before it is emptied
 SOLVE_LOG = 1000
 """Solves kept in ``Alsched.solve_log`` (the most recent)."""
 
@@ -169,6 +171,10 @@ class Alsched(Policy):
             self.triggers = frozenset({Trigger.TICK})  # type: ignore[misc]
         self._machines: tuple[Machine, ...] = ()
         self._bound: dict[tuple[Any, ...], _Bound | None] = {}
+        self._reach: tuple[Cluster, float, np.ndarray] | None = None  # unrunnable's last
+        self._fits: dict[tuple[int, bytes], Mapping[str, tuple[int, ...]]] = {}
+        self._requests: dict[Request, int] = {}  # a number per distinct request ...
+        self._request_ids: dict[int, tuple[Request, int]] = {}  # ... found by identity
         self._seen: dict[tuple[str, int], int] = {}  # (job, stage) -> ready tasks last asked for
         self.solves = 0
         self.submissions = 0
@@ -209,7 +215,12 @@ class Alsched(Policy):
         """A stage whose request is worth nothing even with the whole cluster empty (every
         machine at its largest capacity after the job's submission) never gets anything."""
         names = cluster.resource_names
-        caps = np.asarray(reach_by_machine(cluster, names, job.submit), dtype=float)
+        last = self._reach
+        if last is None or last[0] is not cluster or last[1] != job.submit:
+            # the same for every job submitted at one time (all of them, in §5.2's runs)
+            last = self._reach = (cluster, job.submit, np.asarray(
+                reach_by_machine(cluster, names, job.submit), dtype=float))
+        caps = last[2]
         slot = names.index(cluster.slot_resource)
         for st in job.stages:
             demand = np.asarray(st.tasks[0].demand.vector(names), dtype=float)
@@ -240,12 +251,19 @@ class Alsched(Policy):
         asks: list[Ask] = []
         owners: list[tuple[JobView, StageView, np.ndarray]] = []
         infeasible: list[Infeasible] = []
+        # per decision, what depends only on a stage's demand (most stages share one) and
+        # on a bound request's classes and where its tasks fit now
+        fitting: dict[bytes, tuple[int, np.ndarray, np.ndarray]] = {}
         for job, st in pending:
             self._count_submission(job.id, st)
             demand = np.asarray(st.demand.vector(names), dtype=float)
-            size = _size(demand[slot], q)
-            held = np.minimum(cap_units // size, _tasks_fitting(caps, demand))
-            now = np.minimum(free_units // size, _tasks_fitting(free, demand))
+            hit = fitting.get(demand.tobytes())
+            if hit is None:
+                size = _size(demand[slot], q)
+                hit = fitting[demand.tobytes()] = (
+                    size, np.minimum(cap_units // size, _tasks_fitting(caps, demand)),
+                    np.minimum(free_units // size, _tasks_fitting(free, demand)))
+            size, held, now = hit
             ask = self._ask(job, st, size, held, now)
             if ask is None:
                 infeasible.append(Infeasible(job.id, f"stage {st.name!r}: its request can "
@@ -337,19 +355,44 @@ class Alsched(Policy):
         bound = self._bind(request, st.ready, st.gang, held, st.name, job.id)
         if bound is None:
             return None
-        expr, classes = bound
-        fits_now = set(np.flatnonzero(now > 0).tolist())
-        classes = {name: tuple(i for i in idx if i in fits_now)
-                   for name, idx in classes.items()}
+        expr, bound_classes = bound
+        classes = self._restricted(bound_classes, now)
         weight = job.weight if self.weighted else 1.0
         return Ask(f"{job.id}#{st.index}", expr, classes, weight, st.ready, size)
+
+    def _request_number(self, request: Request) -> int:
+        """A number per distinct request (equal requests share it), found by identity: a
+        request's structural hash walks its whole expression, and every decision looks up
+        every pending stage's.  The entry holds the request, so its id is not reused."""
+        hit = self._request_ids.get(id(request))
+        if hit is None or hit[0] is not request:
+            hit = self._request_ids[id(request)] = (
+                request, self._requests.setdefault(request, len(self._requests)))
+        return hit[1]
+
+    def _restricted(self, classes: dict[str, tuple[int, ...]], now: np.ndarray
+                    ) -> Mapping[str, tuple[int, ...]]:
+        """``classes`` (a bound request's) without the machines where no task fits now;
+        memoised (stages share bound requests, decisions see the same free machines again)
+        and read-only, so that the solvers may memoise what they derive from it."""
+        key = (id(classes), now.tobytes())  # the bound classes live in self._bound
+        hit = self._fits.get(key)
+        if hit is not None:
+            return hit
+        fits = set(np.flatnonzero(now > 0).tolist())
+        out = MappingProxyType({name: tuple(i for i in idx if i in fits)
+                                for name, idx in classes.items()})
+        if len(self._fits) >= _MEMO:
+            self._fits.clear()
+        self._fits[key] = out
+        return out
 
     def _bind(self, request: Request, tasks: int, gang: bool, held: np.ndarray, stage: str,
               job: str, machines: tuple[Machine, ...] | None = None) -> _Bound | None:
         """``request`` bound with ``tasks`` and ``cap(x)`` = the tasks each machine holds,
         under the constraint handling (cached); None if it can never give utility."""
         machines = self._machines if machines is None else machines
-        key = (request, tasks, gang, held.tobytes(), len(machines))
+        key = (self._request_number(request), tasks, gang, held.tobytes(), len(machines))
         if key in self._bound:
             return self._bound[key]
         # Bind against every machine (an explicit machine id stays valid while that machine

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from utilon.errors import ScenarioError, UtilonError
 from utilon.policies.cora.instance import CoraInstance, CoraSolution, InfeasibleInstance
-from utilon.scenario.load import read_json_model
+from utilon.readers import read_json_model
 
 SOLVERS = ("cora", "cora-lp", "milp")
 M = TypeVar("M", bound=BaseModel)

@@ -82,6 +82,18 @@ async function jobs() {
   if (S.selected) await detail(S.selected);
 }
 
+// One scheduler story entry (docs/explain.md) as text: its kind, cause and own fields.
+function storyLine(e) {
+  if (e.kind === "dropped") return `${e.n} entries dropped`;
+  const skip = new Set(["seq", "t", "job", "kind", "cause", "of"]);
+  const show = (v) => Array.isArray(v) ? v.join(",")
+    : (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(1) : v);
+  const fields = Object.entries(e).filter(([k, v]) => !skip.has(k) && v !== null && v !== "")
+    .map(([k, v]) => `${k} ${show(v)}${k === "rank" ? ` of ${e.of}` : ""}`).join(", ");
+  return `${e.kind.replace("_", " ")}${e.cause ? ` (${e.cause})` : ""}` +
+    `${fields ? `: ${fields}` : ""}`;
+}
+
 async function detail(id) {
   const box = $("detail");
   let j;
@@ -96,6 +108,8 @@ async function detail(id) {
     `<td>${esc(a.outcome || "running")}</td><td>${a.incarnation}</td></tr>`).join("");
   const events = j.events.map((e) => `<li>${secs(e.at)} ${esc(e.kind)}` +
     `${e.detail ? ` — ${esc(e.detail)}` : ""}</li>`).join("");
+  const story = (j.story || []).map((e) => `<li>${e.kind === "dropped" ? "…" : secs(e.t)} ` +
+    `${esc(storyLine(e))}</li>`).join("");
   const reason = live.policy_reason || j.reason;
   const open = ["queued", "running"].includes(j.state);
   box.innerHTML = `<h2>${esc(j.id)} <small>${esc(j.tenant)} · ${esc(j.state)}</small></h2>` +
@@ -108,7 +122,8 @@ async function detail(id) {
     `<th>running</th></tr></thead><tbody>${stages}</tbody></table>` +
     `<h3>Attempts (last 50)</h3><table><thead><tr><th>stage/task</th><th>machine</th>` +
     `<th>start</th><th>end</th><th>outcome</th><th>incarnation</th></tr></thead>` +
-    `<tbody>${attempts}</tbody></table><h3>Events</h3><ul>${events}</ul>`;
+    `<tbody>${attempts}</tbody></table><h3>Events</h3><ul>${events}</ul>` +
+    `<h3>Story (recent)</h3><ul data-testid="story">${story}</ul>`;
   box.hidden = false;
   if (open) $("cancel").onclick = () => cancel(j.ref || j.id);
 }

@@ -28,7 +28,7 @@ from utilon.policies.alsched.lang import walk
 from utilon.policies.alsched.lang.ast import TOL
 from utilon.policies.alsched.solvers.greedy import solve_greedy
 from utilon.policies.alsched.solvers.milp import solve_milp
-from utilon.policies.alsched.solvers.problem import Problem, Solution, make_solution
+from utilon.policies.alsched.solvers.problem import Problem, Solution, make_solution, upper
 
 DEFAULT_BUDGET = 0.2
 """Seconds the MILP may take per solve (HiGHS's ``time_limit``; the model build comes on
@@ -69,7 +69,7 @@ def milp_size(problem: Problem) -> int:
 
 def trivial_bound(problem: Problem) -> float:
     """Every job at its best utility: a bound that proves nothing about the instance."""
-    return sum(r.weight * r.expr.upper() for r in problem.requests)
+    return sum(r.weight * upper(r.expr) for r in problem.requests)
 
 
 def solve_auto_outcome(problem: Problem, *, budget: float = DEFAULT_BUDGET,

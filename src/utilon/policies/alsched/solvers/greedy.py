@@ -66,7 +66,13 @@ from utilon.policies.alsched.lang.ast import (
     Sum,
     num_value,
 )
-from utilon.policies.alsched.solvers.problem import Problem, Request, Solution, make_solution
+from utilon.policies.alsched.solvers.problem import (
+    Problem,
+    Request,
+    Solution,
+    make_solution,
+    upper,
+)
 from utilon.policies.alsched.solvers.trim import trim_job
 
 IntArray = np.ndarray
@@ -429,10 +435,20 @@ def _ratio(u: float, n: int) -> float:
 
 def _kinds(problem: Problem) -> list[int]:
     """An id per request; requests with equal expressions and classes share it (and their
-    compiled form).  One structural hash per request: node hashes are not cached."""
+    compiled form).  Node hashes are not cached and an n-body expression has a hundred
+    nodes, so an expression is hashed once per distinct object (the policy submits the same
+    bound objects), not once per request; the requests keep the objects, and their ids,
+    alive."""
+    exprs: dict[Node, int] = {}
+    by_id: dict[int, int] = {}
     ids: dict[tuple[object, ...], int] = {}
-    return [ids.setdefault((r.expr, tuple(sorted(r.classes.items())), r.size), len(ids))
-            for r in problem.requests]
+    out = []
+    for r in problem.requests:
+        e = by_id.get(id(r.expr))
+        if e is None:
+            e = by_id[id(r.expr)] = exprs.setdefault(r.expr, len(exprs))
+        out.append(ids.setdefault((e, tuple(sorted(r.classes.items())), r.size), len(ids)))
+    return out
 
 
 Estimate = tuple[float, int, int, float, int]
@@ -470,14 +486,15 @@ def _estimates(problem: Problem, kinds: list[int]) -> list[Estimate]:
     return out
 
 
-def job_order(problem: Problem, kinds: list[int] | None = None) -> list[int]:
+def job_order(problem: Problem, kinds: list[int] | None = None,
+              est: list[Estimate] | None = None) -> list[int]:
     """Request indices by ``weight * utility per unit`` (descending); among equals, the jobs
     that may use fewer machines first (they have fewer ways to be served), then those with
     more to lose (``regret``), then those needing more units together on one machine (a
     LOCAL job before a PI job, which can take what is left anywhere), then the larger ones
     (first-fit decreasing: small jobs fill the gaps), then request order."""
     kinds = _kinds(problem) if kinds is None else kinds
-    est = _estimates(problem, kinds)
+    est = _estimates(problem, kinds) if est is None else est
     keys = [(-r.weight * ratio, breadth, -r.weight * regret, -chunk, -units, i)
             for i, (r, (ratio, units, breadth, regret, chunk)) in enumerate(
                 zip(problem.requests, est, strict=True))]
@@ -498,7 +515,7 @@ def solve_greedy(problem: Problem, order: Sequence[int] | None = None) -> Soluti
     commits = 0
     deferred: list[int] = []
     below: dict[tuple[int, int | None], int] = {}  # -> commits when it was last deferred
-    order = job_order(problem, kinds) if order is None else order
+    order = job_order(problem, kinds, est) if order is None else order
     for final, queue in ((False, order), (True, deferred)):
         for i in queue:
             r = problem.requests[i]
@@ -529,7 +546,7 @@ def solve_greedy(problem: Problem, order: Sequence[int] | None = None) -> Soluti
             commits += 1
     bound = sum(r.weight * jobs[k].upper[id(jobs[k].r.expr)]
                 for r, k in zip(problem.requests, kinds, strict=True) if k in jobs)
-    bound += sum(r.weight * r.expr.upper()
+    bound += sum(r.weight * upper(r.expr)
                  for r, k in zip(problem.requests, kinds, strict=True) if k not in jobs)
     return make_solution(problem, alloc, bound=bound, status="heuristic", solver="greedy",
                          seconds=time.perf_counter() - start)

@@ -21,8 +21,10 @@ weighted sum and ``bound`` an upper bound no smaller than ``total``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Generic, TypeVar
 
 from utilon.errors import UtilonError
 from utilon.policies.alsched.lang.ast import Node, class_names, is_concrete
@@ -31,6 +33,8 @@ STATUSES = ("optimal", "time_limit", "heuristic")
 FILLS = ("first-fit", "spread")
 TOL = 1e-6
 """Tolerance of ``check``'s comparisons of utilities (sums of floats)."""
+K = TypeVar("K")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,7 @@ class Request:
 
     def __post_init__(self) -> None:
         # the classes as sets, for the D[i] sums of sparse allocations (hot in every solver)
-        object.__setattr__(self, "class_sets",
-                           {c: frozenset(ms) for c, ms in self.classes.items()})
+        object.__setattr__(self, "class_sets", _sets(self.classes))
 
     def machines(self) -> tuple[int, ...]:
         """Every machine one of the job's classes names, ascending."""
@@ -94,16 +97,76 @@ def _validate_request(r: Request, machines: int) -> None:
         raise UtilonError(f"job {r.job!r}: size must be an integer >= 1, got {r.size!r}")
     if r.limit is not None and r.limit < 0:
         raise UtilonError(f"job {r.job!r}: limit must be >= 0, got {r.limit}")
-    if not is_concrete(r.expr):
+    names = _checked_names(r.expr)
+    if names is None:
         raise UtilonError(f"job {r.job!r}: the expression has symbolic numbers (bind it first)")
-    for cls in sorted(class_names(r.expr)):
+    for cls in names:
         if cls not in r.classes:
             raise UtilonError(f"job {r.job!r}: class {cls!r} is used but not defined")
-    for cls, ms in r.classes.items():
-        for m in ms:
-            if not 0 <= m < machines:
-                raise UtilonError(f"job {r.job!r}: class {cls!r} names machine {m}, "
-                                  f"out of range 0..{machines - 1}")
+    lo, hi = _span(r.classes)
+    if lo < 0 or hi >= machines:
+        for cls, ms in r.classes.items():
+            for m in ms:
+                if not 0 <= m < machines:
+                    raise UtilonError(f"job {r.job!r}: class {cls!r} names machine {m}, "
+                                      f"out of range 0..{machines - 1}")
+
+
+class _ByIdentity(Generic[K, T]):
+    """A pure function of an immutable argument (an expression, a request's classes),
+    memoised by the argument's identity: the policy re-submits the same bound expressions
+    and classes every decision, and walking an n-body expression (a hundred nodes) per
+    request per decision was a third of a reproduction's time, while hashing one
+    structurally costs as much as the walk.  An entry holds its argument, so the id is not
+    reused while it is cached; the memo is emptied when it is full."""
+
+    def __init__(self, fn: Callable[[K], T], size: int = 4096) -> None:
+        self.fn = fn
+        self.size = size
+        self.memo: dict[int, tuple[K, T]] = {}
+
+    def __call__(self, arg: K) -> T:
+        hit = self.memo.get(id(arg))
+        if hit is not None and hit[0] is arg:
+            return hit[1]
+        value = self.fn(arg)
+        if len(self.memo) >= self.size:
+            self.memo.clear()
+        self.memo[id(arg)] = (arg, value)
+        return value
+
+
+_checked_names: _ByIdentity[Node, tuple[str, ...] | None] = _ByIdentity(
+    lambda e: tuple(sorted(class_names(e))) if is_concrete(e) else None)
+"""The class names an expression uses, sorted; None if it has symbolic numbers."""
+_empty_value: _ByIdentity[Node, float] = _ByIdentity(lambda e: e.evaluate({}))
+"""An expression's utility with no units (most pending requests get none)."""
+upper: _ByIdentity[Node, float] = _ByIdentity(lambda e: e.upper())
+"""An expression's upper bound (``Node.upper``), memoised: bounds sum it per request."""
+
+
+def _span_of(classes: Mapping[str, tuple[int, ...]]) -> tuple[int, int]:
+    """The lowest and highest machine index the classes name (``(0, -1)`` for none)."""
+    return (min((min(ms) for ms in classes.values() if ms), default=0),
+            max((max(ms) for ms in classes.values() if ms), default=-1))
+
+
+def _sets_of(classes: Mapping[str, tuple[int, ...]]) -> Mapping[str, frozenset[int]]:
+    return {c: frozenset(ms) for c, ms in classes.items()}
+
+
+# Classes are memoised only when read-only (a ``MappingProxyType``, as the policy submits
+# them): a plain dict could be changed between two requests.
+_memo_span = _ByIdentity(_span_of)
+_memo_sets = _ByIdentity(_sets_of)
+
+
+def _span(classes: Mapping[str, tuple[int, ...]]) -> tuple[int, int]:
+    return _memo_span(classes) if type(classes) is MappingProxyType else _span_of(classes)
+
+
+def _sets(classes: Mapping[str, tuple[int, ...]]) -> Mapping[str, frozenset[int]]:
+    return _memo_sets(classes) if type(classes) is MappingProxyType else _sets_of(classes)
 
 
 @dataclass(frozen=True)
@@ -141,7 +204,7 @@ def evaluate(problem: Problem, alloc: Alloc) -> dict[str, float]:
     out = {}
     for r in problem.requests:
         units = alloc.get(r.job)
-        out[r.job] = r.expr.evaluate(class_units(r, units) if units else {})
+        out[r.job] = r.expr.evaluate(class_units(r, units)) if units else _empty_value(r.expr)
     return out
 
 
