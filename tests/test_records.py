@@ -16,7 +16,6 @@ import pytest
 from utilon.core import make
 from utilon.core.decision import Grant
 from utilon.core.messages import Launch, Preempt, TaskFinished, TaskRef
-from utilon.core.records import Running
 from utilon.core.snapshot import JobView, StageView
 from utilon.model.lifecycle import JobState
 from utilon.model.resources import Resources
@@ -32,7 +31,6 @@ BUILDERS: list[tuple[type[Any], Callable[..., tuple[Any, ...]], dict[str, Any]]]
     (TaskFinished, make.task_finished, {"task": _REF}),
     (Launch, make.launch, {"task": _REF, "machine": "m1"}),
     (Preempt, make.preempt, {"task": _REF, "machine": "m1", "reason": "killed"}),
-    (Running, make.running, {"machine": 3, "start": 1.5, "launch": 7}),
     (Grant, make.grant, {"job": "j", "slots": 4, "stage": "map",
                          "machines": frozenset({"m1"}), "kill_excess": True, "gang": False}),
     (StageView, make.stage_view, {

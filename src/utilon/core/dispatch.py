@@ -30,9 +30,9 @@ from utilon.core import vec_native
 from utilon.core.decision import SlotLimit
 from utilon.core.feasibility import pack
 from utilon.core.grants import GrantTable
-from utilon.core.make import launch, running, task_ref
+from utilon.core.make import launch, task_ref
 from utilon.core.messages import Command
-from utilon.core.state import CoreStats, GrantState, JobRT, MachineRT, StageRT
+from utilon.core.state import CoreStats, GrantState, JobRT, MachineRT, Running, StageRT
 from utilon.core.tolerance import CHECK_SLACK, EPS
 from utilon.core.vec import hot_ops
 from utilon.errors import IllegalTransition
@@ -230,7 +230,7 @@ class Dispatcher:
             job.state = JobState.RUNNING
             job.start = now
         ref = task_ref(job=job.id, stage=st.index, index=idx)
-        job.running[ref] = running(machine=m.index, start=now, launch=self.stats.launched)
+        job.running[ref] = Running(machine=m.index, start=now, launch=self.stats.launched)
         self.take(m, st, st.vectors[idx])
         self.grants.launched(job, gs)
         self.stats.launched += 1

@@ -16,7 +16,6 @@ from typing import Final
 
 from utilon.core.decision import Grant
 from utilon.core.messages import Launch, Preempt, TaskFinished, TaskRef
-from utilon.core.records import Running
 from utilon.core.snapshot import JobView, StageView
 from utilon.model.lifecycle import JobState
 from utilon.model.resources import Resources
@@ -39,10 +38,6 @@ def launch(task: TaskRef, machine: str) -> Launch:
 
 def preempt(task: TaskRef, machine: str, reason: str = "preempted") -> Preempt:
     return _tuple(Preempt, (task, machine, reason))
-
-
-def running(machine: int, start: float, launch: int) -> Running:
-    return _tuple(Running, (machine, start, launch))
 
 
 def grant(job: str, slots: int | None = None, stage: str | None = None,

@@ -1,4 +1,5 @@
 """What the scheduler core records about a run's attempts, and its shortcuts' switches.
+(A running task's record, ``Running``, is runtime state: ``core/state.py``.)
 
 Plain Python dataclasses, kept out of the compiled core modules (``setup.py``): a frozen
 dataclass compiled by mypyc does not unpickle, and results travel between processes in
@@ -9,17 +10,7 @@ state, compiled.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
-
 from utilon.core.messages import TaskRef
-
-
-class Running(NamedTuple):
-    """A running task's record (``JobRT.running``): where and since when it runs."""
-
-    machine: int  # the machine's index
-    start: float
-    launch: int  # the core's count of launches before it: orders the tasks of a machine
 
 
 @dataclass(frozen=True, slots=True)

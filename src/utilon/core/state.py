@@ -14,7 +14,6 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from utilon.core.messages import TaskRef
-from utilon.core.records import Running
 from utilon.core.snapshot import JobView, MachineView, StageView
 from utilon.core.tolerance import EPS
 from utilon.model.cluster import Machine
@@ -22,6 +21,23 @@ from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
 _duration: Final = attrgetter("duration")
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
+class Running:
+    """A running task's record (``JobRT.running``): where and since when it runs.  A class
+    of the compiled core, not a NamedTuple: one is built at every launch and read at every
+    completion, and a compiled class is built by a direct call and read as a typed field."""
+
+    __slots__ = ("launch", "machine", "start")
+
+    def __init__(self, machine: int, start: float, launch: int) -> None:
+        self.machine = machine  # the machine's index
+        self.start = start
+        self.launch = launch  # the core's count of launches before it: orders a machine's tasks
+
+    def __repr__(self) -> str:
+        return f"Running(machine={self.machine}, start={self.start}, launch={self.launch})"
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)

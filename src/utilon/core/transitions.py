@@ -25,8 +25,7 @@ from utilon.core.grants import GrantTable
 from utilon.core.ledger import DONE, FAILED, KILLED, LOST, Ledger
 from utilon.core.make import preempt
 from utilon.core.messages import Command, TaskRef, Trigger
-from utilon.core.records import Running
-from utilon.core.state import CoreStats, JobRT, MachineRT, StageRT
+from utilon.core.state import CoreStats, JobRT, MachineRT, Running, StageRT
 from utilon.core.story import Story
 from utilon.core.timeline import OUTCOMES
 from utilon.core.tolerance import EPS

@@ -95,7 +95,8 @@ def in_flight(core: SchedulerCore, end: float) -> tuple[list[float], dict[str, f
     busy = [0.0] * len(core.names)
     cost: dict[str, float] = {}
     for jr in core.jobs.values():
-        for ref, (mi, start, _) in jr.running.items():
+        for ref, run in jr.running.items():
+            mi, start = run.machine, run.start
             dt = end - start
             if dt <= 0:
                 continue
