@@ -10,6 +10,7 @@ state, compiled.)
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from utilon.core.messages import TaskRef
 
 

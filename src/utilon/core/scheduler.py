@@ -117,6 +117,9 @@ class SchedulerCore:
         self.views = Views(self.names, self.slot_resource, policy.uses_free_capacity,
                            policy.uses_placement, self.online)
         self.story = Story()  # story: the per-job log (core/story.py)
+        # finish_one's ``touched``: one list, refilled per completion (``dispatch`` only reads
+        # it during the call), not a list allocated per task event
+        self._freed: list[int] = [0]
         self.state = Transitions(machines, self.grants, self.dispatcher, self.ledger,
                                  self.views, self.stats, self.online, policy.job_finished,
                                  self.story)
@@ -257,7 +260,9 @@ class SchedulerCore:
         del job.running[ref]
         state.now = now
         state.finished(job, ref, run)
-        return self._respond(_JUST_FINISHED, [run.machine], [])
+        freed = self._freed
+        freed[0] = run.machine
+        return self._respond(_JUST_FINISHED, freed, [])
 
     def _respond(self, triggers: frozenset[Trigger], touched: list[int],
                  cmds: list[Command]) -> list[Command]:

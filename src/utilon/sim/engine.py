@@ -73,8 +73,11 @@ class SimWorld(World):
         return self.t
 
     def task_due(self, payload: Any, now: float) -> TaskRef | None:
-        ex: Exec = payload[0]
-        if payload[1] != ex.version:
+        # the fluid model's entry: (the attempt, its version when pushed); typed, so that the
+        # compiled check and comparison are native rather than generic item reads
+        entry: tuple[Exec, int] = payload
+        ex = entry[0]
+        if entry[1] != ex.version:
             return None  # stale
         self.task_events += 1
         if not self.fluid.phase_end(ex, now):
