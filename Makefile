@@ -15,8 +15,10 @@ $(BIN)/python:
 
 # The simulator's hot modules are compiled with mypyc at install time when a C compiler is
 # there (setup.py; pure Python otherwise): editing one reinstalls, which rebuilds them.
-HOT    := src/utilon/core/vec_native.py src/utilon/core/state.py src/utilon/core/dispatch.py \
-          src/utilon/core/scheduler.py src/utilon/sim/fluid.py src/utilon/sim/engine.py
+HOT    := src/utilon/core/vec_native.py src/utilon/core/make.py src/utilon/core/state.py \
+          src/utilon/core/ledger.py src/utilon/core/grants.py src/utilon/core/dispatch.py \
+          src/utilon/core/views.py src/utilon/core/transitions.py src/utilon/core/scheduler.py \
+          src/utilon/sim/fluid.py src/utilon/sim/loop.py src/utilon/sim/engine.py
 
 $(STAMP): $(BIN)/python pyproject.toml setup.py $(HOT)
 	$(BIN)/python -m pip install --quiet -e .

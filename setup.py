@@ -19,10 +19,16 @@ from setuptools.command.build_ext import build_ext
 
 HOT_MODULES = [
     "src/utilon/core/vec_native.py",
+    "src/utilon/core/make.py",
     "src/utilon/core/state.py",
+    "src/utilon/core/ledger.py",
+    "src/utilon/core/grants.py",
     "src/utilon/core/dispatch.py",
+    "src/utilon/core/views.py",
+    "src/utilon/core/transitions.py",
     "src/utilon/core/scheduler.py",
     "src/utilon/sim/fluid.py",
+    "src/utilon/sim/loop.py",
     "src/utilon/sim/engine.py",
 ]
 

@@ -441,11 +441,11 @@ def test_installed_scoped_grants_count_the_running_tasks_they_cover(
     job = core.jobs["j"]
     # the first decision's tasks run on under the second's grants, both stages on one machine
     assert len(job.running) == 8
-    assert any(len({ref[1] for ref, run in job.running.items() if run[0] == mi}) == 2
+    assert any(len({ref[1] for ref, run in job.running.items() if run.machine == mi}) == 2
                for mi in range(5))
     for gs in job.gstates:
-        assert gs.running == sum(1 for ref, (mi, _, _) in job.running.items()
-                                 if gs.covers(ref[1], mi))
+        assert gs.running == sum(1 for ref, run in job.running.items()
+                                 if gs.covers(ref[1], run.machine))
 
 
 def test_shrinking_a_grant_does_not_kill() -> None:

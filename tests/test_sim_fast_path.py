@@ -5,17 +5,17 @@ Three shortcuts on the per-task path (issue 28) must not change any output:
 * ``SchedulerCore.finish_one``: a task completion alone at its instant, fused into one frame,
   is ``handle(now, [TaskFinished(ref)])``.  ``core.fast.fuse_finishes = False`` makes the
   engine take the general path.
-* ``SchedulerCore._install_extension``: a decision that keeps the installed whole-job grants of
+* ``GrantTable.install_extension``: a decision that keeps the installed whole-job grants of
   the jobs still active and appends new ones is installed incrementally;
   ``core.fast.extend_installs = False`` forces the full install.
 * ``Timeline``: attempt rows wait as tuples and move into the arrays in bulk.
 * ``FluidModel(metered=False)``: no usage is kept until a slot limit or a scale or speed
   change may over-commit a machine; recording usage meters from the start.
-* ``SchedulerCore._append_grants``: the grants of finished jobs stay until they outnumber the
+* ``GrantTable.append``: the grants of finished jobs stay until they outnumber the
   active jobs.
-* ``SchedulerCore._extend_order``: under an order-only policy (FIFO, EDF-P), jobs arriving
+* ``GrantTable.extend_order``: under an order-only policy (FIFO, EDF-P), jobs arriving
   after the installed order are appended without calling ``decide``; disabling it
-  (``core._order_key = None``) makes every arrival a full decision.
+  (``core.grants.order_key = None``) makes every arrival a full decision.
 
 Each test runs one workload both ways and compares every attempt, the timeline's columns,
 every job's times and the core's counters.
@@ -94,12 +94,12 @@ def outputs(res: SimResult) -> dict[str, Any]:
 def simulate(cluster: Cluster, jobs: list[Job], policy: str, *, fused: bool, incremental: bool,
              estimates: str = "declared", ordered: bool | None = None,
              validate: bool = False) -> tuple[SimResult, dict[str, int]]:
-    """One run with the shortcuts switched on or off (``core.fast``, ``core._order_key``);
+    """One run with the shortcuts switched on or off (``core.fast``, ``core.grants.order_key``);
     how often each was taken."""
     sim = Simulation(cluster, jobs, make_policy(policy), estimates=estimates, validate=validate)
     core = sim.core
     if not (incremental if ordered is None else ordered):
-        core._order_key = None
+        core.grants.order_key = None
     core.fast.fuse_finishes = fused
     core.fast.extend_installs = incremental
     res = sim.run()
@@ -155,7 +155,7 @@ def test_order_extension_with_priorities_and_simultaneous_arrivals(policy: str,
 
 
 def test_fast_paths_with_online_estimates() -> None:
-    """Online estimates take the general path inside ``finish_one``: same outputs too."""
+    """Online estimates through ``finish_one``: same outputs too."""
     cluster, jobs = workload(3)
     general, _ = simulate(cluster, jobs, "fair", fused=False, incremental=False,
                           estimates="online")
@@ -210,10 +210,10 @@ def test_submission_takes_the_demand_vectors_the_workload_check_computed() -> No
     stage's submission (one computation per stage); a stage it never saw is computed then."""
     cluster, jobs = workload(3, n_jobs=8, capacity_changes=False)
     sim = Simulation(cluster, jobs[:6], make_policy("fifo"))
-    kept = {key: vecs for key, (_, vecs) in sim.core._stage_vectors.items()}
+    kept = {key: vecs for key, (_, vecs) in sim.core.state.stage_vectors.items()}
     assert len(kept) == sum(len(j.stages) for j in jobs[:6])
     sim.run()
-    assert not sim.core._stage_vectors  # every entry was taken
+    assert not sim.core.state.stage_vectors  # every entry was taken
     for job in jobs[:6]:
         for st, rt in zip(job.stages, sim.core.jobs[job.id].stages, strict=True):
             assert rt.vectors is kept[id(st)]
@@ -290,7 +290,8 @@ def test_grants_of_finished_jobs_are_dropped_now_and_then() -> None:
     general, _ = simulate(cluster, jobs, "fifo", fused=True, incremental=True, ordered=False)
     sizes: list[int] = []  # the installed grants after every batch
     sim = Simulation(cluster, jobs, make_policy("fifo"), validate=True,
-                     on_batch=lambda now, stimuli, cmds: sizes.append(len(sim.core._grants)))
+                     on_batch=lambda now, stimuli, cmds:
+                     sizes.append(len(sim.core.grants.installed)))
     fast = sim.run()
     assert outputs(fast) == outputs(general)
     assert len(sizes) > 390 and max(sizes) <= 2 * 2 + 64 + 2  # bounded: dropped now and then

@@ -29,10 +29,16 @@ from types import ModuleType
 
 HOT_MODULES = (
     "utilon.core.vec_native",
+    "utilon.core.make",
     "utilon.core.state",
+    "utilon.core.ledger",
+    "utilon.core.grants",
     "utilon.core.dispatch",
+    "utilon.core.views",
+    "utilon.core.transitions",
     "utilon.core.scheduler",
     "utilon.sim.fluid",
+    "utilon.sim.loop",
     "utilon.sim.engine",
 )
 _PACKAGE = Path(__file__).resolve().parent

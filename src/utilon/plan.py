@@ -50,6 +50,7 @@ from utilon.cloud.scenario import CloudWorkload
 from utilon.cloud.sim import CloudSim
 from utilon.core.feasibility import Unrunnable
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.errors import UtilonError
 from utilon.metrics.outputs import job_rows, summarize
 from utilon.model.cluster import Cluster
@@ -188,7 +189,7 @@ class _MissProof:
         while goals and goals[0][0] + _EPS < now:
             goal, jid = heapq.heappop(goals)
             rt = core.jobs.get(jid)
-            if rt is None or rt.finish is None or rt.finish > goal + _EPS:
+            if rt is None or missed(rt.finish, goal):
                 self.missed += 1
         if self.missed > self.budget:
             return (f"target failed: {self.missed} jobs unfinished at their goal by "

@@ -1,4 +1,5 @@
 """What the scheduler core records about a run's attempts, and its shortcuts' switches.
+(A running task's record, ``Running``, is runtime state: ``core/state.py``.)
 
 Plain Python dataclasses, kept out of the compiled core modules (``setup.py``): a frozen
 dataclass compiled by mypyc does not unpickle, and results travel between processes in
@@ -36,7 +37,7 @@ class FastPaths:
     * ``extend_installs``: a decision that keeps the installed whole-job grants and appends
       new ones is installed incrementally (``install_extensions``).
     * ``order_extensions``: arrivals under an order-only policy appended to the installed
-      order without calling ``decide`` (switched off by clearing the core's ``_order_key``).
+      order without calling ``decide`` (switched off by clearing ``core.grants.order_key``).
     """
 
     fuse_finishes: bool = True

@@ -2,12 +2,19 @@
 
 ``handle(now, stimuli)``:
 
-1. applies the stimuli as state transitions, each checked against its lifecycle table;
-2. if any stimulus is a trigger the policy asked for, builds a frozen ``ClusterSnapshot``,
-   calls ``policy.decide`` (timed), validates the decision and installs it (grants, and the
-   kill-and-requeue preemptions that ``kill_excess`` grants imply);
-3. dispatches: offers free capacity to the installed grants in order, never over-committing a
-   machine's declared resources, and returns ``Launch`` / ``Preempt`` commands.
+1. applies the stimuli as state transitions (``transitions``: one handler per stimulus, each
+   move checked against its lifecycle table);
+2. if any stimulus is a trigger the policy asked for, runs the decision pipeline (``_decide``):
+   a frozen ``ClusterSnapshot`` (``views``), ``policy.decide`` (timed), ``validate_decision``,
+   and the install into the grant table (``grants``), whose ``kill_excess`` grants imply
+   kill-and-requeue preemptions;
+3. dispatches (``dispatch``): offers free capacity to the installed grants in order, never
+   over-committing a machine's declared resources, and returns ``Launch`` / ``Preempt``.
+
+The accounts (busy time, capacity integral, cost, attempts, the timeline) are the ``ledger``'s,
+fed by the transitions; ``liveness`` says when a run can stop.  ``finish_one`` is ``handle``
+for a task completion alone at its instant, without building the batch: the simulator's hot
+path, through the same ``Transitions.finished``.
 
 Task durations reach policies as each stage's ``expected_duration``.  With
 ``estimates="declared"`` (the simulator's default) that is what the job declares: the stage's
@@ -17,33 +24,31 @@ prior: once a task of a stage completes, the stage's expected duration becomes t
 of the attempt times observed for that job and stage, as the papers' schedulers estimate it.
 
 The core knows nothing about clocks, processes or event queues: the simulator and the live
-backends drive it with the same stimuli.  It keeps the per-job and per-attempt records that the
-metrics are computed from, so outputs are the same whichever world produced them.
+backends drive it with the same stimuli.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
-from operator import itemgetter, le
 from typing import Final
 
-import numpy as np
 from mypy_extensions import mypyc_attr
 
-from utilon.core import vec_native
-from utilon.core.decision import Decision, Grant, SlotLimit
-from utilon.core.dispatch import NATIVE, Dispatcher
-from utilon.core.feasibility import StageVectors, check_workload, demand_vectors, pack
+from utilon.core import liveness
+from utilon.core.decision import Decision
+from utilon.core.dispatch import Dispatcher
+from utilon.core.feasibility import check_workload
+from utilon.core.grants import GrantTable
 from utilon.core.invariants import check_invariants
+from utilon.core.ledger import KILLED, Ledger
+from utilon.core.make import task_finished
 from utilon.core.messages import (
     CapacityChanged,
     Command,
     JobCancelled,
     JobSubmitted,
     MachineAdded,
-    Preempt,
     Stimulus,
     TaskFailed,
     TaskFinished,
@@ -53,57 +58,28 @@ from utilon.core.messages import (
 )
 from utilon.core.policy import Policy
 from utilon.core.records import Attempt, FastPaths
-from utilon.core.snapshot import ClusterSnapshot, JobView, MachineView, StageView
-from utilon.core.state import (
-    FIT_EPS,
-    CoreStats,
-    GrantState,
-    JobRT,
-    MachineRT,
-    RunningCounts,
-    StageRT,
-)
-from utilon.core.story import Story  # story:
-from utilon.core.timeline import OUTCOME_CODE, PENDING_ROWS, Timeline
+from utilon.core.snapshot import ClusterSnapshot
+from utilon.core.state import CoreStats, JobRT, MachineRT
+from utilon.core.story import Story
+from utilon.core.timeline import Timeline
+from utilon.core.tolerance import EPS
+from utilon.core.transitions import Transitions
 from utilon.core.validate import validate_decision
-from utilon.core.vec import hot_ops
+from utilon.core.views import Views
 from utilon.errors import IllegalTransition
-from utilon.model.cluster import CapacityAction, Cluster, Machine
+from utilon.model.cluster import Cluster
 from utilon.model.job import Job
-from utilon.model.lifecycle import JobState, MachineState, TaskState, check_move
 
-log = logging.getLogger(__name__)
-
-EPS: Final = FIT_EPS  # one tolerance for every capacity comparison
-INF: Final = float("inf")
-_RUNNING: Final = TaskState.RUNNING
-_READY: Final = TaskState.READY
-_DONE: Final = TaskState.DONE
-_TASK_FINISHED: Final = Trigger.TASK_FINISHED
-_UP: Final = MachineState.UP
-# Message NamedTuples built per task event skip their Python-level __new__ (same values)
-_tuple: Final = tuple.__new__
 # Triggers after which only the machines that freed up need offering (if no policy call).
 _QUIET: Final = frozenset({Trigger.TASK_FINISHED, Trigger.TICK})
 _JUST_FINISHED: Final = frozenset({Trigger.TASK_FINISHED})
-_DONE_CODE: Final = OUTCOME_CODE["done"]
-_PENDING_ROWS: Final = PENDING_ROWS
 _ARRIVAL_ONLY: Final = frozenset({Trigger.ARRIVAL})
-_NONE: Final = {None}
-_slots: Final = itemgetter(1)  # Grant.slots
 ESTIMATE_MODES: Final = ("declared", "online")
-# A tick-driven policy may hold work back on purpose, but not forever: after this many ticks
-# with nothing running, nothing launched and no arrival or capacity change ahead, a run stops.
-MAX_IDLE_TICKS: Final = 1000
-
-
-def _scoped(g: Grant) -> bool:
-    """Not a plain whole-job grant: a stage, machines, kill_excess or gang."""
-    return g[2] is not None or g[3] is not None or g[4] or g[5]
+MAX_IDLE_TICKS: Final = liveness.MAX_IDLE_TICKS
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
-class SchedulerCore(Dispatcher):
+class SchedulerCore:
     def __init__(
         self,
         cluster: Cluster,
@@ -122,865 +98,228 @@ class SchedulerCore(Dispatcher):
         self.policy = policy
         self.names = cluster.resource_names
         self.slot_resource = cluster.slot_resource
-        self._slot_idx = self.names.index(self.slot_resource)
-        # element-wise vector operations written out for this many resources (``vec``)
-        self._vadd, self._vsub, self._vle, _ = hot_ops(len(self.names))
         self.validate = validate
         self._timer = timer
         self._on_decision = on_decision
-        self.now = 0.0
-        self.machines = [
-            MachineRT(i, m, self.names, m.id not in cluster.initially_down)
-            for i, m in enumerate(cluster.machines)
-        ]
-        self._machine_index = {m.id: m.index for m in self.machines}
-        self.jobs: dict[str, JobRT] = {}  # every job ever submitted, arrival order
-        self.active: dict[str, JobRT] = {}  # submitted and not finished, arrival order
-        self.decision = Decision()
-        self._backfill = False  # self.decision.backfill, as a native field (finish_one)
         # the policy's triggers are read once, here (and: is it called at every completion?)
         self._triggers: frozenset[Trigger] = policy.triggers
-        self._on_finish = _TASK_FINISHED in self._triggers
+        self._on_finish = Trigger.TASK_FINISHED in self._triggers
         policy.bind(cluster)
-        self._grants: list[GrantState] = []
-        # every installed grant is whole-job (no stage, machines, kill_excess or gang): a
-        # decision that only extends them can be installed incrementally
-        self._all_whole = True
-        # An order-only policy (``Policy.order_only``): while the installed grants are its order
-        # of the jobs they name (``_in_order``), jobs that arrive after all of them may be
-        # appended without a call to ``decide`` (``_extend_order``).
-        self._order_key = policy.order_key if policy.order_only else None
-        self._in_order = False
-        # while ``_in_order``: the installed grants of the jobs still active, by job, in order
-        # (a job that finishes or is cancelled leaves it), so that an extension does not
-        # filter every grant at every arrival
-        self._ordered: dict[str, Grant] = {}
-        self._arrived: list[JobRT] = []  # the jobs submitted in the batch being handled
-        self._hungry: set[int] = set()  # see _touch
-        self._widen = False  # a grant became hungry: offer it every open machine
-        self._with_ready: set[int] = set()
-        self._slot_limit: SlotLimit | None = None
-        self._min_demand: tuple[float, ...] | None = None
-        self._placeable: set[tuple[float, ...]] = set()  # demand vectors known to fit
-        self._stage_vectors: StageVectors = {}  # computed by check_workload, taken at submission
-        # machine index -> up with room for the smallest demand (dispatch tries only these)
-        self._open: list[bool] = [False] * len(self.machines)
-        self._n_open = 0
-        self._machine_views: tuple[MachineView, ...] | None = None
-        # per machine: (cap, free, its row of the snapshot's free matrix); a row is rebuilt
-        # only when either list changed (every change replaces the list)
-        self._free_rows: list[tuple[tuple[float, ...], list[float], list[float]] | None] = []
         self.stats = CoreStats()
         self.fast = FastPaths()  # the shortcuts' switches and hit counts (not an output)
-        self.record_attempts = record_attempts
-        self.attempts: list[Attempt] = []
-        self.timeline = Timeline(len(self.names))  # always on: compact, feeds the reports
-        self.timeline.machine_ids.extend(m.id for m in self.machines)
-        self._attempt_rows = self.timeline.pending
-        # Attempt seconds per distinct demand vector, indexed by its key (``StageRT.vkeys``):
-        # -1.0 until an attempt with it ends; summed in the order they first did (``busy``).
-        self._vkeys: dict[tuple[float, ...], int] = {}
-        self._busy_vecs: list[tuple[float, ...]] = []
-        self._busy_dt: list[float] = []
-        self._busy_order: list[int] = []
-        self._cap_total = self._capacity_total()
-        self._cap_integral = [0.0] * len(self.names)
-        self._cap_since = 0.0
-        self._record_capacity()
-        self.infeasible: dict[str, str] = {}
-        self.warnings: list[str] = []
+        machines = [MachineRT(i, m, self.names, m.id not in cluster.initially_down)
+                    for i, m in enumerate(cluster.machines)]
+        self.ledger = Ledger(self.names, self.names.index(self.slot_resource), record_attempts)
+        self.ledger.timeline.machine_ids.extend(m.id for m in machines)
+        self.ledger.capacity_changed(0.0, machines)
+        self.grants = GrantTable(policy.order_key if policy.order_only else None, self.fast)
+        self.dispatcher = Dispatcher(machines, self.grants, self.stats, self.names, validate)
+        self.views = Views(self.names, self.slot_resource, policy.uses_free_capacity,
+                           policy.uses_placement, self.online)
         self.story = Story()  # story: the per-job log (core/story.py)
-        for m in self.machines:
-            self._refresh_open(m)
+        # finish_one's ``touched``: one list, refilled per completion (``dispatch`` only reads
+        # it during the call), not a list allocated per task event
+        self._freed: list[int] = [0]
+        self.state = Transitions(machines, self.grants, self.dispatcher, self.ledger,
+                                 self.views, self.stats, self.online, policy.job_finished,
+                                 self.story)
 
-    def check_workload(self, jobs: Sequence[Job]) -> None:
-        """Refuse, before a run, a workload with a job that can never run on this cluster
-        under this policy (``feasibility.Unrunnable``, naming the job, stage and why)."""
-        check_workload(self.cluster, jobs, self.policy, vectors=self._stage_vectors)
+    # -- the state, as the backends and the metrics read it -------------------------------
+    @property
+    def now(self) -> float:
+        return self.state.now
 
-    def stuck(self) -> bool:
-        """Nothing makes progress (no task runs, or only on machines scaled or slowed to
-        zero) and no ready task fits any up machine, even empty (a gang: all its ready tasks
-        at once): without a capacity change or an arrival nothing can start or finish."""
-        machines = self.machines
-        for job in self.active.values():
-            for ref, (mi, _, _) in job.running.items():
-                m = machines[mi]
-                # a task on a machine scaled or slowed to zero makes no progress
-                if m.speed > 0 and (m.scale > 0 or not any(job.stages[ref[1]].vectors[ref[2]])):
-                    return False
-        caps = [m.capx for m in self.machines if m.state is _UP]
-        for job in self.active.values():
-            for st in job.stages:
-                if not st.ready:
-                    continue
-                if st.gang:
-                    if pack([st.vectors[i] for i in st.ready], caps).placement is not None:
-                        return False
-                elif any(all(map(le, st.vectors[i], c)) for i in set(st.ready) for c in caps):
-                    return False
-        return True
+    @property
+    def jobs(self) -> dict[str, JobRT]:
+        """Every job ever submitted, in arrival order."""
+        return self.state.jobs
 
-    def after_tick(self, busy: bool, more: bool, idle_ticks: int) -> tuple[int, bool, str]:
-        """After a control tick, for the backend's loop: the count of ticks in a row with
-        nothing running or launched, whether to keep ticking, and why the run stops when
-        active jobs are left.  A tick-driven policy may hold work back, but not forever."""
-        idle_ticks = 0 if busy else idle_ticks + 1
-        if more:
-            return idle_ticks, True, ""
-        if not self.active:
-            return idle_ticks, False, ""
-        if self.stuck():
-            return idle_ticks, False, "no task can run and nothing will change"
-        if idle_ticks < MAX_IDLE_TICKS:
-            return idle_ticks, True, ""
-        return idle_ticks, False, (f"nothing ran for {MAX_IDLE_TICKS} control ticks and "
-                                   "nothing will change")
+    @property
+    def active(self) -> dict[str, JobRT]:
+        """The jobs submitted and not finished (nor cancelled), in arrival order."""
+        return self.state.active
 
-    # ------------------------------------------------------------------ public entry point
-    def handle(self, now: float, stimuli: Sequence[Stimulus]) -> list[Command]:
-        """Apply everything that happened at ``now``; return what the backend must do."""
-        if now < self.now - EPS:
-            raise IllegalTransition(f"time went backwards: {now} after {self.now}")
-        self.now = now
-        cmds: list[Command] = []
-        triggers: set[Trigger] = set()
-        touched: list[int] = []
-        self._arrived = []
-        items: Sequence[object] = stimuli  # (anything else is refused below, by name)
-        for s in items:
-            if type(s) is TaskFinished:
-                self._on_finished(s.task, triggers, touched)
-            elif type(s) is JobSubmitted:
-                self._on_submitted(s.job)
-                triggers.add(Trigger.ARRIVAL)
-            elif type(s) is TaskFailed:
-                self._on_failed(s, triggers, cmds)
-            elif type(s) is CapacityChanged:
-                self._on_capacity(s.change.machine, s.change.action, s.change.factor, cmds)
-                triggers.add(Trigger.CAPACITY)
-            elif type(s) is Tick:
-                triggers.add(Trigger.TICK)
-            elif type(s) is MachineAdded:
-                self._on_machine_added(s.machine)
-                triggers.add(Trigger.CAPACITY)
-            elif type(s) is JobCancelled:
-                if self._on_cancelled(s.job, s.reason, cmds):
-                    triggers.add(Trigger.JOB_FINISHED)
-            else:
-                raise IllegalTransition(f"unknown stimulus {s!r}")
-        return self._respond(triggers, touched, cmds)
+    @property
+    def machines(self) -> list[MachineRT]:
+        return self.state.machines
 
-    def _respond(self, triggers: set[Trigger], touched: list[int],
-                 cmds: list[Command]) -> list[Command]:
-        """After the stimuli of one instant: decide if a trigger asks for it, dispatch."""
-        if self.active and not triggers.isdisjoint(self._triggers):
-            self._decide(frozenset(triggers), cmds)
-            self._dispatch(None, cmds)
-        elif self._widen or not triggers <= _QUIET:
-            self._dispatch(None, cmds)  # the ready set changed: anything may fit anywhere
-        elif touched and (self._hungry or self.decision.backfill):
-            self._dispatch(touched, cmds)  # (with no grant hungry and no backfill, a no-op)
-        self._widen = False
-        if self.validate:
-            self.check_invariants()
-        return cmds
+    @property
+    def decision(self) -> Decision:
+        """The installed decision."""
+        return self.grants.decision
 
-    def finish_one(self, now: float, ref: TaskRef) -> list[Command]:
-        """Exactly ``handle(now, [TaskFinished(ref)])``: the simulator's hot path, a task
-        completion alone at its instant, fused into one frame.
+    @property
+    def infeasible(self) -> dict[str, str]:
+        return self.grants.infeasible
 
-        The common case (the task's stage goes on, one whole-job grant or none, no online
-        estimates, no validation) is inlined: the same state changes in the same order as
-        ``_on_finished`` and ``_release``, and the same tail as ``handle`` for the trigger set
-        ``{TASK_FINISHED}``.  Anything else takes the general path.  The inlined copies are
-        deliberate: calling ``_release`` instead measured 6% more CPU on the 10^5-task
-        benchmark; ``tests/test_sim_fast_path.py`` holds both paths to the same outputs.
-        """
-        job = self.active.get(ref[0])
-        if job is None or self.validate or self.online or now < self.now - EPS:
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
-        st = job.stages[ref[1]]
-        if st.done + 1 == st.total:  # the stage finishes: the general path
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
-        gstates = job.gstates
-        if gstates:
-            gs = gstates[0]
-            if len(gstates) > 1 or gs.stage is not None or gs.mask is not None:
-                return self.handle(now, [_tuple(TaskFinished, (ref,))])
-        # _on_finished, inlined (the last check: a stale completion changed nothing above)
-        running = job.running
-        run = running.get(ref)  # (get and del: native operations; pop with a default is not)
-        if run is None:  # it raced a kill or a machine loss: the general path counts it
-            return self.handle(now, [_tuple(TaskFinished, (ref,))])
-        del running[ref]
-        self.now = now
-        mi, start, _ = run
-        idx = ref[2]
-        states = st.states
-        if states[idx] is not _RUNNING:
-            check_move(f"task {ref}", states[idx], _DONE)
-        states[idx] = _DONE
-        st.running -= 1
-        st.started_sum = st.started_sum - start if st.running else 0.0
-        st.done += 1
-        st.view = None
-        m = self.machines[mi]
-        # _release(job, st, ref, m, start, "done"), inlined
-        v = st.vectors[idx]
-        m.ntasks -= 1
-        if st.is_reduce:
-            m.nreduce -= 1
-        if m.ntasks:
-            m.free = vec_native.add(m.free, v) if NATIVE else self._vadd(m.free, v)
-        else:
-            m.reset_free()
-        job.dirty = True
-        if gstates:
-            gs.running -= 1
-            # _touch(job) for its one grant, inlined; with no ready task it is a no-op: the
-            # launch that took the last ready task removed the grant from both indexes
-            if job.n_ready > 0:
-                o = gs.order
-                self._with_ready.add(o)
-                if gs.running < gs.limit:
-                    if o not in self._hungry:
-                        self._hungry.add(o)
-                        self._widen = True
-                else:
-                    self._hungry.discard(o)
-        dt = now - start
-        busy = self._busy_dt  # _add_busy, inlined
-        k = st.vkeys[idx]
-        b = busy[k]
-        if b < 0.0:
-            self._busy_order.append(k)
-            b = 0.0
-        busy[k] = b + dt
-        if m.price:
-            share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
-            job.cost += dt * m.price / 3600.0 * share
-        if self.record_attempts:
-            self.attempts.append(Attempt(ref, m.id, start, now, "done"))
-        rows = self._attempt_rows  # Timeline.attempt(..., "done"), inlined
-        rows.append((job.seq, ref[1], idx, mi, start, now, v[self._slot_idx], _DONE_CODE))
-        if len(rows) >= _PENDING_ROWS:
-            self.timeline.flush()
-        if not self._open[mi] and m.state is _UP:
-            # _refresh_open(m), inlined: a release can only open the machine
-            if self._slot_limit is None:
-                md = self._min_demand
-                room = md is None or (vec_native.le(md, m.free) if NATIVE else
-                                      self._vle(md, m.free))
-            else:
-                room = self._has_room(m)
-            if room:
-                self._open[mi] = True
-                self._n_open += 1
-        self.stats.completed += 1
-        # handle's tail for the triggers {TASK_FINISHED} and the machine that freed up
-        cmds: list[Command] = []
-        if self._on_finish:  # (self.active holds this job)
-            self._decide(_JUST_FINISHED, cmds)
-            self._dispatch(None, cmds)
-        elif self._widen:
-            self._dispatch(None, cmds)
-        elif self._hungry or self._backfill:
-            self._dispatch([mi], cmds)
-        self._widen = False
-        return cmds
+    @property
+    def warnings(self) -> list[str]:
+        return self.dispatcher.warnings
 
-    # ------------------------------------------------------------------ stimuli
-    def _on_submitted(self, job: Job) -> None:
-        if job.id in self.jobs:
-            raise IllegalTransition(f"job {job.id!r} submitted twice")
-        stages = []
-        names = self.names
-        for i, st in enumerate(job.stages):
-            known = self._stage_vectors.pop(id(st), None)  # (check_workload's, if it ran)
-            vecs = known[1] if known is not None and known[0] is st else demand_vectors(st, names)
-            stages.append(StageRT(i, st, vecs, self._keys_of(vecs)))
-            self._note_demands(job, vecs)
-        index = {st.name: i for i, st in enumerate(job.stages)}
-        for i, st in enumerate(job.stages):
-            for dep in st.after:
-                stages[index[dep]].dependents.append(i)
-        rt = JobRT(job, stages, self.timeline.add_job(job.id))
-        self.jobs[job.id] = rt
-        self._arrived.append(rt)
-        self.active[job.id] = rt
-        self.story.submitted(self.now, job)  # story:
+    @property
+    def record_attempts(self) -> bool:
+        return self.ledger.record_attempts
 
-    def _keys_of(self, vecs: list[tuple[float, ...]]) -> list[int]:
-        """Each vector's key (``StageRT.vkeys``); a new vector gets the next one.  Tasks
-        usually share their vector objects, so each object is looked up once."""
-        if vecs and all(v is vecs[0] for v in vecs):
-            return [self._vkey(vecs[0])] * len(vecs)
-        by_object: dict[int, int] = {}
-        out = []
-        for v in vecs:
-            k = by_object.get(id(v))
-            if k is None:
-                k = by_object[id(v)] = self._vkey(v)
-            out.append(k)
-        return out
+    @property
+    def attempts(self) -> list[Attempt]:
+        return self.ledger.attempts
 
-    def _vkey(self, v: tuple[float, ...]) -> int:
-        k = self._vkeys.get(v)
-        if k is None:
-            k = self._vkeys[v] = len(self._busy_vecs)
-            self._busy_vecs.append(v)
-            self._busy_dt.append(-1.0)
-        return k
-
-    def _note_demands(self, job: Job, vecs: list[tuple[float, ...]]) -> None:
-        lowered = False
-        v0 = vecs[0] if vecs else None
-        # the distinct vectors (the tasks of a stage usually share one object: no hashing)
-        distinct = [v0] if v0 is not None and all(v is v0 for v in vecs) else set(vecs)
-        for v in distinct:
-            if v in self._placeable:
-                continue
-            md = self._min_demand
-            if md is None:
-                self._min_demand = tuple(v)
-                lowered = True
-            else:  # the element-wise minimum (a tuple: ``le`` reads it typed)
-                low = tuple([x if x < y else y for x, y in zip(v, md, strict=True)])
-                if low != md:
-                    self._min_demand = low
-                    lowered = True
-            if any(all(x <= c + EPS for x, c in zip(v, m.base, strict=True))
-                   for m in self.machines):
-                self._placeable.add(v)
-            else:
-                msg = (f"job {job.id}: a task demands {dict(zip(self.names, v, strict=True))}, "
-                       "which fits no machine of the cluster; it can never run")
-                self.warnings.append(msg)
-                log.warning(msg)
-        if lowered:  # a smaller demand may make nearly-full machines useful again
-            for m in self.machines:
-                self._refresh_open(m)
-
-    def _on_finished(self, ref: TaskRef, triggers: set[Trigger], touched: list[int]) -> None:
-        job = self.active.get(ref[0])
-        run = job.running.pop(ref, None) if job is not None else None
-        if job is None or run is None:
-            # A completion that raced a kill or a machine loss: the core already re-queued it.
-            self.stats.stale += 1
-            log.debug("ignoring completion of %s: not running", ref)
-            return
-        st = job.stages[ref[1]]
-        if st.states[ref[2]] is not _RUNNING:  # the table check, inlined: this is the hot path
-            check_move(f"task {ref}", st.states[ref[2]], _DONE)
-        st.states[ref[2]] = _DONE
-        st.running -= 1
-        st.started_sum = st.started_sum - run[1] if st.running else 0.0
-        st.done += 1
-        st.view = None
-        m = self.machines[run[0]]
-        if self.online:  # the stage's estimate becomes the mean of what was measured
-            st.observed += 1
-            st.observed_sum += self.now - run[1]
-            st.expected = max(st.observed_sum / st.observed, EPS)
-        self._release(job, st, ref, m, run[1], "done")
-        self.stats.completed += 1
-        self.fast.general_finishes += 1
-        touched.append(m.index)
-        triggers.add(_TASK_FINISHED)
-        if st.done == st.total:
-            triggers.add(Trigger.STAGE_FINISHED)
-            self.story.stage_done(self.now, job.id, st.stage.name)  # story:
-            for di in st.dependents:
-                self._unlock(job, job.stages[di])
-            if all(s.done == s.total for s in job.stages):
-                check_move(f"job {job.id}", job.state, JobState.DONE)
-                job.state = JobState.DONE
-                job.finish = self.now
-                self.story.finished(self.now, job)  # story:
-                del self.active[job.id]
-                self._ordered.pop(job.id, None)
-                triggers.add(Trigger.JOB_FINISHED)
-                self.policy.job_finished(job.id, self.now)
-
-    def _on_cancelled(self, job_id: str, reason: str, cmds: list[Command]) -> bool:
-        """Kill the job's running tasks and drop it from the active set; False when it is
-        unknown or already over (a cancel that raced its last task is a no-op)."""
-        job = self.active.get(job_id)
-        if job is None:
-            self.stats.stale += 1
-            return False
-        self.story.cancelled(self.now, job_id, reason)  # story:
-        for ref in list(job.running):
-            self._requeue(job, TaskRef(*ref), "killed", cmds, reason=f"job {reason}")
-        for st in job.stages:  # nothing of it may be dispatched again
-            st.ready.clear()
-            st.view = None
-        job.n_ready = 0
-        self._touch(job)
-        check_move(f"job {job.id}", job.state, JobState.CANCELLED)
-        job.state = JobState.CANCELLED
-        del self.active[job.id]
-        self._ordered.pop(job.id, None)
-        return True
-
-    def _unlock(self, job: JobRT, st: StageRT) -> None:
-        st.deps_left -= 1
-        if st.deps_left:
-            return
-        st.locked = False
-        if any(x is not TaskState.WAITING for x in st.states):
-            bad = next(i for i, x in enumerate(st.states) if x is not TaskState.WAITING)
-            check_move(f"task {job.id}/{st.stage.name}/{bad}", st.states[bad], _READY)
-        st.states = [_READY] * st.total
-        st.ready.extend(range(st.total))
-        st.view = None
-        job.n_ready += st.total
-        job.dirty = True
-        self._touch(job)
-
-    def _on_failed(self, s: TaskFailed, triggers: set[Trigger], cmds: list[Command]) -> None:
-        ref = s.task
-        job = self.active.get(ref[0])
-        if job is None or ref not in job.running:
-            self.stats.stale += 1
-            return
-        st = job.stages[ref[1]]
-        self.story.failed(self.now, ref, s.reason)  # story:
-        self._requeue(job, ref, "failed", None)
-        triggers.add(Trigger.TASK_FAILED)
-        self._requeue_gang(job, st.index, cmds, "gang member failed")
-
-    def _requeue_gang(self, job: JobRT, stage: int, cmds: list[Command], reason: str) -> None:
-        """A gang runs whole or not at all: when one member stops, kill the others too."""
-        if job.stages[stage].gang:
-            for other in [r for r in job.running if r[1] == stage]:
-                self._requeue(job, TaskRef(*other), "killed", cmds, reason=reason)
-
-    def _on_capacity(self, machine_id: str, action: CapacityAction, factor: float,
-                     cmds: list[Command]) -> None:
-        m = self.machines[self._machine_index[machine_id]]
-        self.story.capacity(self.now, machine_id, action.value, factor)  # story:
-        self._advance_capacity_integral()
-        if action is CapacityAction.JOIN:
-            check_move(f"machine {m.id}", m.state, _UP)
-            m.state = _UP
-        elif action is CapacityAction.LEAVE:
-            check_move(f"machine {m.id}", m.state, MachineState.DOWN)
-            for ref in self.tasks_on(m.index):
-                job = self.active[ref[0]]
-                if ref not in job.running:
-                    continue  # a gang sibling already brought back below
-                self._requeue(job, TaskRef(*ref), "lost", None)
-                self._requeue_gang(job, ref[1], cmds, "gang member lost")
-            m.state = MachineState.DOWN
-        elif action is CapacityAction.SCALE:
-            used = m.used
-            m.scale = factor
-            m.cap = tuple(b * factor for b in m.base)
-            m.capx = [c + EPS for c in m.cap]
-            m.free = [c + EPS - u for c, u in zip(m.cap, used)]
-        else:
-            m.speed = factor
-        m.view = None
-        self._machine_views = None
-        self._cap_total = self._capacity_total()
-        self._record_capacity()
-        self._refresh_open(m)
-
-    def _on_machine_added(self, machine: Machine) -> None:
-        if machine.id in self._machine_index:
-            raise IllegalTransition(f"machine {machine.id!r} added twice; a known machine "
-                                    "rejoins with a CapacityChanged JOIN")
-        self.story.capacity(self.now, machine.id, "add", 1.0)  # story:
-        self._advance_capacity_integral()
-        m = MachineRT(len(self.machines), machine, self.names, True)
-        self.machines.append(m)
-        self._open.append(False)
-        self._machine_index[m.id] = m.index
-        self.timeline.machine_ids.append(m.id)
-        self._machine_views = None
-        self._cap_total = self._capacity_total()
-        self._record_capacity()
-        for v in {v for j in self.active.values() for st in j.stages for v in st.vectors}:
-            if v not in self._placeable and all(x <= c + EPS for x, c in zip(v, m.base)):
-                self._placeable.add(v)
-        self._refresh_open(m)
-
-    # ------------------------------------------------------------------ machine bookkeeping
-    def _capacity_total(self) -> list[float]:
-        tot = [0.0] * len(self.names)
-        for m in self.machines:
-            if m.state is _UP:
-                for r, c in enumerate(m.cap):
-                    tot[r] += c
-        return tot
-
-    def _record_capacity(self) -> None:
-        up = [m for m in self.machines if m.state is _UP]
-        si = self._slot_idx
-        self.timeline.capacity(self.now, len(up), self._cap_total,
-                               sum(m.cap[si] * m.speed for m in up))
-
-    def _advance_capacity_integral(self) -> None:
-        dt = self.now - self._cap_since
-        if dt > 0:
-            for r, c in enumerate(self._cap_total):
-                self._cap_integral[r] += c * dt
-        self._cap_since = self.now
+    @property
+    def timeline(self) -> Timeline:
+        return self.ledger.timeline
 
     @property
     def busy(self) -> list[float]:
         """Declared resource-seconds of every attempt so far, per resource."""
-        tot = [0.0] * len(self.names)
-        for k in self._busy_order:
-            dt = self._busy_dt[k]
-            for r, x in enumerate(self._busy_vecs[k]):
-                tot[r] += x * dt
-        return tot
+        return self.ledger.busy
 
     def capacity_integral(self, until: float) -> list[float]:
         """Integral of the up machines' declared capacity from 0 to ``until``."""
-        dt = max(0.0, until - self._cap_since)
-        return [i + c * dt for i, c in zip(self._cap_integral, self._cap_total, strict=True)]
+        return self.ledger.capacity_integral(until)
 
-    # ------------------------------------------------------------------ launching and releasing
-    def _release(self, job: JobRT, st: StageRT, ref: TaskRef, m: MachineRT, start: float,
-                 outcome: str) -> None:
-        v = st.vectors[ref[2]]
-        m.ntasks -= 1
-        if st.is_reduce:
-            m.nreduce -= 1
-        if m.ntasks:
-            m.free = self._vadd(m.free, v)
-        else:
-            m.reset_free()  # no task left: recomputed, which drops float noise
-        job.dirty = True
-        gstates = job.gstates
-        if gstates:
-            first = gstates[0]
-            gs: GrantState | None = first
-            if len(gstates) > 1 or first.stage is not None or first.mask is not None:
-                gs = self._grant_for(job, ref[1], m.index)
-            if gs is not None:
-                gs.running -= 1
-            self._touch(job)
-        dt = self.now - start
-        self._add_busy(st.vkeys[ref[2]], dt)
-        if m.price:
-            share = max((x / c for x, c in zip(v, m.base, strict=True) if c > 0), default=0.0)
-            job.cost += dt * m.price / 3600.0 * share
-        if self.record_attempts:
-            self.attempts.append(Attempt(ref, m.id, start, self.now, outcome))
-        self.timeline.attempt(job.seq, ref[1], ref[2], m.index, start, self.now,
-                              v[self._slot_idx], outcome)
-        if not self._open[m.index]:
-            self._refresh_open(m)
+    def tasks_on(self, machine: int) -> list[TaskRef]:
+        return self.state.tasks_on(machine)
 
-    def _add_busy(self, k: int, dt: float) -> None:
-        busy = self._busy_dt
-        b = busy[k]
-        if b < 0.0:  # the first attempt with this demand to end
-            self._busy_order.append(k)
-            b = 0.0
-        busy[k] = b + dt
+    def check_workload(self, jobs: Sequence[Job]) -> None:
+        """Refuse, before a run, a workload with a job that can never run on this cluster
+        under this policy (``feasibility.Unrunnable``, naming the job, stage and why)."""
+        check_workload(self.cluster, jobs, self.policy, vectors=self.state.stage_vectors)
 
-    def _requeue(self, job: JobRT, ref: TaskRef, outcome: str, cmds: list[Command] | None,
-                 reason: str = "preempted") -> None:
-        """RUNNING -> READY: killed (emit Preempt), lost with a machine, or failed."""
-        mi, start, _ = job.running.pop(ref)
-        st = job.stages[ref[1]]
-        check_move(f"task {ref}", st.states[ref[2]], _READY)
-        st.states[ref[2]] = _READY
-        st.running -= 1
-        st.started_sum = st.started_sum - start if st.running else 0.0
-        st.ready.appendleft(ref[2])
-        st.view = None
-        job.n_ready += 1
-        m = self.machines[mi]
-        self._release(job, st, ref, m, start, outcome)
-        self.story.requeued(self.now, ref, st.stage.name, m.id, outcome, reason)  # story:
-        setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
-        if cmds is not None:
-            cmds.append(Preempt(ref, m.id, reason))
+    def stuck(self) -> bool:
+        return liveness.stuck(self.state.active, self.state.machines)
 
-    def tasks_on(self, machine: int) -> list[tuple[str, int, int]]:
-        """The tasks running on machine ``machine`` (an index), in launch order.  Gathered
-        from the jobs' running records (a machine keeps only counts, so that a launch and a
-        release update no per-machine record of tasks); for a machine that leaves, and tests."""
-        found = sorted((run[2], ref) for job in self.active.values()
-                       for ref, run in job.running.items() if run[0] == machine)
-        return [ref for _, ref in found]
+    def after_tick(self, busy: bool, more: bool, idle_ticks: int) -> tuple[int, bool, str]:
+        return liveness.after_tick(self.state.active, self.state.machines, busy, more,
+                                   idle_ticks)
 
-    def _grant_for(self, job: JobRT, stage: int, machine: int) -> GrantState | None:
-        for gs in job.gstates:
-            if gs.covers(stage, machine):
-                return gs
-        return None
+    def check_invariants(self) -> None:
+        """Cross-check every counter against the underlying records (slow; for tests)."""
+        check_invariants(self.state, self.dispatcher, self.grants)
 
-    # ------------------------------------------------------------------ deciding
-    def snapshot(self, triggers: frozenset[Trigger] = frozenset()) -> ClusterSnapshot:
-        if self._machine_views is None:
-            self._machine_views = tuple(self._machine_view(m) for m in self.machines)
-        free = None
-        if self.policy.uses_free_capacity:
-            rows = self._free_rows
-            if len(rows) != len(self.machines):
-                rows = self._free_rows = [None] * len(self.machines)
-            matrix: list[list[float]] = []
-            for i, m in enumerate(self.machines):
-                row = rows[i]
-                if row is not None and row[0] is m.cap and row[1] is m.free:
-                    matrix.append(row[2])
+    # -- stimuli in, commands out ---------------------------------------------------------
+    def handle(self, now: float, stimuli: Sequence[Stimulus]) -> list[Command]:
+        """Apply everything that happened at ``now``; return what the backend must do."""
+        state = self.state
+        if now < state.now - EPS:
+            raise IllegalTransition(f"time went backwards: {now} after {state.now}")
+        state.now = now
+        cmds: list[Command] = []
+        triggers: set[Trigger] = set()
+        touched: list[int] = []
+        state.arrived = []
+        items: Sequence[object] = stimuli  # (anything else is refused below, by name)
+        for s in items:
+            if type(s) is TaskFinished:
+                job = state.active.get(s.task.job)
+                run = job.running.pop(s.task, None) if job is not None else None
+                if job is None or run is None:
+                    # it raced a kill or a machine loss: the core already re-queued it
+                    self.stats.stale += 1
                     continue
-                values = [c - u for c, u in zip(m.cap, m.used, strict=True)]
-                rows[i] = (m.cap, m.free, values)
-                matrix.append(values)
-            free = np.array(matrix, dtype=float)
-            free.setflags(write=False)
-        placement = None
-        if self.policy.uses_placement:
-            placement = {}
-            for j in self.active.values():
-                where: dict[tuple[int, int], int] = {}
-                for ref, (mi, _, _) in j.running.items():
-                    key = (ref[1], mi)
-                    where[key] = where.get(key, 0) + 1
-                placement[j.id] = where
-        job_view = self._job_view  # called for changed jobs only; the rest reuse their view
-        return ClusterSnapshot(
-            now=self.now,
-            triggers=triggers,
-            machines=self._machine_views,
-            jobs=tuple([j.view if not j.dirty and j.view is not None else job_view(j)
-                        for j in self.active.values()]),
-            resource_names=self.names,
-            slot_resource=self.slot_resource,
-            free=free,
-            placement=placement,
-            online_estimates=self.online,
-        )
+                st = state.finished(job, s.task, run)
+                self.fast.general_finishes += 1
+                touched.append(run.machine)
+                triggers.add(Trigger.TASK_FINISHED)
+                if st.done == st.total:
+                    state.stage_finished(job, st, triggers)
+            elif type(s) is JobSubmitted:
+                state.submitted(s.job)
+                triggers.add(Trigger.ARRIVAL)
+            elif type(s) is TaskFailed:
+                if state.failed(s.task, s.reason, cmds):
+                    triggers.add(Trigger.TASK_FAILED)
+            elif type(s) is CapacityChanged:
+                change = s.change
+                state.capacity_changed(change.machine, change.action, change.factor, cmds)
+                triggers.add(Trigger.CAPACITY)
+            elif type(s) is Tick:
+                triggers.add(Trigger.TICK)
+            elif type(s) is MachineAdded:
+                state.machine_added(s.machine)
+                triggers.add(Trigger.CAPACITY)
+            elif type(s) is JobCancelled:
+                if state.cancelled(s.job, s.reason, cmds):
+                    triggers.add(Trigger.JOB_FINISHED)
+            else:
+                raise IllegalTransition(f"unknown stimulus {s!r}")
+        return self._respond(frozenset(triggers), touched, cmds)
 
-    def _machine_view(self, m: MachineRT) -> MachineView:
-        if m.view is None:
-            from utilon.model.resources import Resources
+    def finish_one(self, now: float, ref: TaskRef) -> list[Command]:
+        """Exactly ``handle(now, [TaskFinished(ref)])``, without building the batch: the
+        simulator's hot path, a task completion alone at its instant.  The completion is the
+        same ``Transitions.finished``; a stage that finishes (a trigger more) or a check to
+        make takes ``handle`` itself."""
+        state = self.state
+        job = state.active.get(ref.job)
+        if job is None or self.validate or now < state.now - EPS:
+            return self.handle(now, [task_finished(task=ref)])
+        run = job.running.get(ref)  # (get and del: native operations; pop with a default is not)
+        st = job.stages[ref.stage]
+        if run is None or st.done + 1 == st.total:
+            return self.handle(now, [task_finished(task=ref)])
+        del job.running[ref]
+        state.now = now
+        state.finished(job, ref, run)
+        freed = self._freed
+        freed[0] = run.machine
+        return self._respond(_JUST_FINISHED, freed, [])
 
-            m.view = MachineView(m.id, m.index, Resources.from_vector(self.names, m.cap),
-                                 m.machine.attributes, m.state is _UP, m.speed, m.price)
-        return m.view
+    def _respond(self, triggers: frozenset[Trigger], touched: list[int],
+                 cmds: list[Command]) -> list[Command]:
+        """After the stimuli of one instant: decide if a trigger asks for it, dispatch."""
+        grants = self.grants
+        now = self.state.now
+        if triggers is _JUST_FINISHED:  # (finish_one's: the two set tests, precomputed)
+            decide = self._on_finish
+            quiet = True
+        else:
+            decide = not triggers.isdisjoint(self._triggers)
+            quiet = triggers <= _QUIET
+        if decide and self.state.active:
+            self._decide(triggers, cmds)
+            self.dispatcher.dispatch(None, now, cmds)
+        elif grants.widen or not quiet:
+            self.dispatcher.dispatch(None, now, cmds)  # the ready set changed: anywhere
+        elif touched and (grants.hungry or grants.backfill):
+            self.dispatcher.dispatch(touched, now, cmds)  # (else a no-op)
+        grants.widen = False
+        if self.validate:
+            self.check_invariants()
+        return cmds
 
-    def _job_view(self, j: JobRT) -> JobView:
-        if j.dirty or j.view is None:
-            # Built positionally (fields in declaration order) without the NamedTuples'
-            # Python-level __new__: hundreds of views per decision, thousands of decisions.
-            stages = []
-            si = self._slot_idx
-            for st in j.stages:
-                view = st.view  # None since the stage changed (every change resets it)
-                if view is None:
-                    ready = st.ready
-                    head = ready[0] if ready else 0
-                    size = st.vectors[head][si]
-                    stage = st.stage
-                    st.view = view = _tuple(StageView, (
-                        stage.name, st.index, stage.kind, st.total,
-                        st.total if st.locked else 0, len(ready), st.running, st.done,
-                        st.expected, stage.tasks[head].demand, size if size > 0 else 1.0,
-                        st.gang, stage.request, st.started_sum))
-                stages.append(view)
-            job = j.job
-            j.view = _tuple(JobView, (job.id, job.tenant, job.submit, job.weight, job.priority,
-                                      job.job_class, job.utility, j.state, j.start,
-                                      tuple(stages)))
-            j.dirty = False
-        return j.view
+    # -- the decision pipeline ------------------------------------------------------------
+    def snapshot(self, triggers: frozenset[Trigger] = frozenset()) -> ClusterSnapshot:
+        state = self.state
+        return self.views.snapshot(state.now, triggers, state.machines, state.active)
 
     def _decide(self, triggers: frozenset[Trigger], cmds: list[Command]) -> None:
-        if (self._in_order and self._arrived and not self.validate
+        state = self.state
+        grants = self.grants
+        if (grants.in_order and state.arrived and not self.validate
                 and self._on_decision is None  # a decision hook sees decide()'s every call
-                and triggers & self._triggers == _ARRIVAL_ONLY
-                and self._extend_order(cmds)):
-            return
+                and triggers & self._triggers == _ARRIVAL_ONLY):
+            # an order-only policy's arrivals that join the end of its order: the decision
+            # decide() would return, appended without calling it (timed and counted as one)
+            t0 = self._timer()
+            new = grants.extend_order(state.arrived, state.active, self.views.job_view)
+            if new:
+                self.stats.decide_seconds.append(self._timer() - t0)
+                self.stats.decisions += 1
+                self.story.extended(state.now, self.stats.decisions, grants.decision,  # story:
+                                    new)
+                return
         snap = self.snapshot(triggers)
         t0 = self._timer()
         decision = self.policy.decide(snap)
         self.stats.decide_seconds.append(self._timer() - t0)
         self.stats.decisions += 1
-        validate_decision(decision, snap, self.policy.name, self.active)
+        validate_decision(decision, snap, self.policy.name, state.active)
         if decision.solver_seconds is not None:
             self.stats.solver_seconds.append(decision.solver_seconds)
         if self._on_decision is not None:
-            self._on_decision(self.now, snap, decision)
-        self.story.decided(self.now, self.stats.decisions, decision, self.active)  # story:
-        self._install(decision, cmds)
-        grants = decision.grants
-        self._in_order = (self._order_key is not None and self._all_whole
-                          and set(map(_slots, grants)) <= _NONE and not decision.backfill
-                          and decision.slot_limit is None and not decision.infeasible
-                          and decision.solver_seconds is None)  # (a solver's time: its own)
-        if self._in_order:
-            self._ordered = {g[0]: g for g in grants}  # (every granted job is active now)
-            self._in_order = len(self._ordered) == len(grants)  # and named once
-
-    def _extend_order(self, cmds: list[Command]) -> bool:
-        """Jobs that arrived under an order-only policy (``Policy.order_only``) and all sort
-        after the installed order: append them, which is the decision ``decide`` would return
-        (its sort is stable, so the jobs already granted keep their order and equal keys stay
-        in arrival order), with no snapshot, call to ``decide`` or validation of the whole
-        order.  It counts and is timed as a decision (never taken with a decision hook, which
-        is promised the snapshot and ``decide``'s answer).  False, having changed nothing,
-        when they do not all sort after it (the caller then decides in full)."""
-        t0 = self._timer()
-        active = self.active
-        key = self._order_key
-        assert key is not None
-        job_view = self._job_view
-        new = sorted([job_view(j) for j in self._arrived if j.id in active], key=key)
-        if not new:
-            return False
-        kept = self._ordered
-        if kept and key(job_view(active[next(reversed(kept))])) > key(new[0]):
-            return False  # a new job goes before the last granted job still active
-        if len(kept) + len(new) != len(active):
-            return False
-        tail = tuple([_tuple(Grant, (v[0], None, None, None, False, False)) for v in new])
-        # _install for this decision: nothing infeasible, no slot limit before or after, and
-        # the kept grants are the installed ones (_install_extension's test holds by design)
-        self.decision = Decision(grants=(*kept.values(), *tail))
-        self._backfill = False
-        for g in tail:
-            kept[g[0]] = g
-        self._append_grants(tail)
-        self.stats.decide_seconds.append(self._timer() - t0)
-        self.stats.decisions += 1
-        self.fast.order_extensions += 1
-        self.story.extended(self.now, self.stats.decisions, self.decision, len(tail))  # story:
-        return True
-
-    def _install(self, decision: Decision, cmds: list[Command]) -> None:
-        previous = self.decision
-        self.decision = decision
-        self._backfill = decision.backfill
-        for item in decision.infeasible:
-            self.infeasible[item.job] = item.reason
-        if decision.slot_limit != self._slot_limit:
-            self._slot_limit = decision.slot_limit
-            for m in self.machines:
-                self._refresh_open(m)
-        if (self._all_whole and self.fast.extend_installs
-                and self._install_extension(previous.grants, decision.grants)):
-            return
-        self._all_whole = not any(map(_scoped, decision.grants))
-        # A job's single whole-job grant is carried over and re-ranked rather than rebuilt:
-        # its running count is kept up to date incrementally, so nothing needs recounting.
-        reusable: dict[str, GrantState] = {}
-        for gs in self._grants:  # only jobs that held grants have any to drop
-            job = gs.job
-            if gs.stage is None and gs.mask is None and not gs.gang and len(job.gstates) == 1:
-                reusable[job.id] = gs
-            job.gstates = []
-        grants: list[GrantState] = []
-        active = self.active
-        take = reusable.pop
-        self._hungry = set()
-        self._with_ready = set()
-        to_touch: dict[str, JobRT] = {}  # jobs with a ready task, touched once at the end
-        counts: dict[str, RunningCounts] = {}  # running tasks by scope, for scoped grants
-        for order, g in enumerate(decision.grants):
-            job_id, slots, stage_name, machines, _, gang = g  # one unpack, not five lookups
-            job = active[job_id]
-            limit = INF if slots is None else slots
-            if stage_name is None and machines is None and not gang:
-                kept = take(job_id, None)
-                if kept is None:
-                    gs = GrantState(order, job, None, None, limit)
-                    gs.running = len(job.running)
-                else:
-                    gs = kept
-                    gs.order = order
-                    gs.limit = limit
-            else:
-                stage = job.job.stage_index(g.stage) if g.stage is not None else None
-                mask = (frozenset(self._machine_index[x] for x in g.machines)
-                        if g.machines is not None else None)
-                gs = GrantState(order, job, stage, mask, limit, g.gang)
-                held = counts.get(job_id)
-                if held is None:
-                    held = counts[job_id] = RunningCounts(job)
-                gs.running = held.covered(stage, mask)
-            job.gstates.append(gs)
-            grants.append(gs)
-            if job.n_ready:
-                to_touch[job_id] = job
-        self._grants = grants
-        touch = self._touch
-        for job in to_touch.values():  # (the index sets and the widen flag do not depend on
-            touch(job)                  # the order, and a touch indexes all the job's grants)
-        if not any(g.kill_excess for g in decision.grants):
-            return
-        for g, gs in zip(decision.grants, grants, strict=True):
-            if g.kill_excess and gs.running > gs.limit:
-                excess = int(gs.running - gs.limit)
-                victims = [r for r, (mi, _, _) in reversed(gs.job.running.items())
-                           if gs.covers(r[1], mi)][:excess]  # most recently started first
-                for ref in victims:
-                    self._requeue(gs.job, TaskRef(*ref), "killed", cmds)
-
-    def _install_extension(self, before: tuple[Grant, ...], grants: tuple[Grant, ...]) -> bool:
-        """Install ``grants`` incrementally when they are the installed whole-job grants of
-        the jobs still active, in the same order, followed by new whole-job grants (FIFO at an
-        arrival: the new job joins the end); False, having changed nothing, otherwise.
-
-        The result is the one the full install gives: the kept grants are the very objects it
-        would carry over (a whole-job grant keeps its running count), renumbered in order; the
-        dispatch index sets hold the same grants, since they are kept in step with every
-        grant's job (``_touch``) between decisions; the new grants are built as it builds them.
-        """
-        active = self.active
-        kept = [g for g in before if g[0] in active]
-        k = len(kept)
-        if len(grants) < k or grants[:k] != tuple(kept):
-            return False
-        tail = grants[k:]
-        if any(map(_scoped, tail)):
-            return False
-        self._append_grants(tail)
-        self.fast.install_extensions += 1
-        return True
-
-    def _append_grants(self, tail: tuple[Grant, ...]) -> None:
-        """The installed grants stay, in order; the whole-job grants ``tail`` are built after
-        them.  The grants of jobs that finished stay too, idle (a finished job has no ready
-        task, so they are in neither dispatch index), until they outnumber the active jobs:
-        then they are dropped and the rest renumbered, in O(1) per job amortised rather than
-        O(active jobs) at every arrival."""
-        active = self.active
-        old = self._grants
-        if len(old) > 2 * len(active) + 64:
-            remap: dict[int, int] = {}
-            new_grants: list[GrantState] = []
-            for gs in old:
-                if gs.job.id in active:
-                    remap[gs.order] = len(new_grants)
-                    gs.order = len(new_grants)
-                    new_grants.append(gs)
-                else:
-                    gs.job.gstates = []
-            self._hungry = {remap[o] for o in self._hungry if o in remap}
-            self._with_ready = {remap[o] for o in self._with_ready if o in remap}
-            self._grants = old = new_grants
-        touch = self._touch
-        for order, g in enumerate(tail, len(old)):
-            job = active[g[0]]
-            slots = g[1]
-            gs = GrantState(order, job, None, None, INF if slots is None else slots)
-            gs.running = len(job.running)
-            job.gstates.append(gs)
-            old.append(gs)
-            if job.n_ready:
-                touch(job)
-
-    # ------------------------------------------------------------------ invariants
-    def check_invariants(self) -> None:
-        """Cross-check every counter against the underlying records (slow; for tests)."""
-        check_invariants(self)
+            self._on_decision(state.now, snap, decision)
+        self.story.decided(state.now, self.stats.decisions, decision, state.active)  # story:
+        self.dispatcher.set_slot_limit(decision.slot_limit)
+        for job, ref in grants.install(decision, state.active, state.machine_index):
+            state.requeue(job, ref, KILLED, cmds)
+        grants.decided(decision)

@@ -13,13 +13,31 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
+from utilon.core.messages import TaskRef
 from utilon.core.snapshot import JobView, MachineView, StageView
+from utilon.core.tolerance import EPS
 from utilon.model.cluster import Machine
 from utilon.model.job import Job, Stage
 from utilon.model.lifecycle import JobState, MachineState, TaskState
 
-FIT_EPS: Final = 1e-9
 _duration: Final = attrgetter("duration")
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
+class Running:
+    """A running task's record (``JobRT.running``): where and since when it runs.  A class
+    of the compiled core, not a NamedTuple: one is built at every launch and read at every
+    completion, and a compiled class is built by a direct call and read as a typed field."""
+
+    __slots__ = ("launch", "machine", "start")
+
+    def __init__(self, machine: int, start: float, launch: int) -> None:
+        self.machine = machine  # the machine's index
+        self.start = start
+        self.launch = launch  # the core's count of launches before it: orders a machine's tasks
+
+    def __repr__(self) -> str:
+        return f"Running(machine={self.machine}, start={self.start}, launch={self.launch})"
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
@@ -78,7 +96,7 @@ class JobRT:
         # running task -> (machine index, start time, launch number: the core's count of
         # launches before it, which orders the tasks of a machine); insertion order = launch
         # order
-        self.running: dict[tuple[str, int, int], tuple[int, float, int]] = {}
+        self.running: dict[TaskRef, Running] = {}
         self.n_ready = sum(len(s.ready) for s in stages)
         self.gstates: list[GrantState] = []
         self.cost = 0.0
@@ -99,10 +117,10 @@ class MachineRT:
         self.scale = 1.0
         self.speed = 1.0
         self.cap = self.base
-        self.capx = [c + FIT_EPS for c in self.cap]  # what one task alone may demand here
+        self.capx = [c + EPS for c in self.cap]  # what one task alone may demand here
         # cap - used + a float tolerance: the only usage record, so that a fit test is one
         # C-level ``all(map(le, demand, free))`` and a launch updates one list
-        self.free = [c + FIT_EPS for c in self.cap]
+        self.free = [c + EPS for c in self.cap]
         self.price = machine.price
         self.state = MachineState.UP if up else MachineState.DOWN
         self.ntasks = 0
@@ -112,13 +130,13 @@ class MachineRT:
     @property
     def used(self) -> list[float]:
         """Declared demand of the running tasks, per resource."""
-        return [c + FIT_EPS - f for c, f in zip(self.cap, self.free, strict=True)]
+        return [c + EPS - f for c, f in zip(self.cap, self.free, strict=True)]
 
     def reset_free(self) -> None:
         """Recompute ``free`` from scratch (capacity change, or no task left: drops float
         noise)."""
         if not self.ntasks:
-            self.free = [c + FIT_EPS for c in self.cap]
+            self.free = [c + EPS for c in self.cap]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # pickles when compiled (setup.py)
@@ -155,7 +173,7 @@ class RunningCounts:
         self.by_stage: dict[int, int] = {}
         self.by_machine: dict[int, int] = {}
         for ref, run in job.running.items():
-            stage, mi = ref[1], run[0]
+            stage, mi = ref.stage, run.machine
             self.by_pair[(stage, mi)] = self.by_pair.get((stage, mi), 0) + 1
             self.by_stage[stage] = self.by_stage.get(stage, 0) + 1
             self.by_machine[mi] = self.by_machine.get(mi, 0) + 1

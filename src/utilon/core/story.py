@@ -1,6 +1,7 @@
 """The per-job story: a bounded log of what happened to each job and why (Dask's ``story(key)``).
 
-The scheduler core calls a few hooks (each marked ``# story:`` in ``core/scheduler.py``):
+The scheduler core calls a few hooks (each marked ``# story:``, in ``core/transitions.py``
+and ``core/scheduler.py``):
 a stimulus handled (a job submitted, a stage or job finished, a task failed, a capacity
 change, a cancel), a decision installed (the grants it gave, changed or took away, and the
 policy's per-job reasons) and a task killed, lost or re-queued.  Every stimulus and decision
@@ -34,13 +35,13 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from utilon.core.decision import Decision, Grant
+from utilon.core.tolerance import missed
 
 HEAD = 8  # a job's first entries, always kept: how it arrived and was first granted
 TAIL = 24  # its most recent entries
 MAX_ENTRIES = 100_000  # per-job entries held in all (then finished jobs' stories go)
 CLUSTER = 2_000  # the cluster log's most recent entries (decisions, capacity changes)
 NOTES = 1_000  # decisions whose grant changes may wait to be logged (see Story._diff)
-MISS_TOL = 1e-9  # finished after goal + this: late (jobs.csv's ``missed`` uses the same)
 FORMAT = 1  # story.jsonl's format version (its first line)
 
 
@@ -199,7 +200,7 @@ class Story:
         if not self.enabled:
             return
         goal = job.job.utility.goal
-        late = goal is not None and t - goal > MISS_TOL
+        late = missed(t, goal)  # the one rule (core/tolerance.py), as jobs.csv's
         info: tuple[tuple[str, Any], ...] = ()
         if goal is not None:
             info = (("goal", round(goal, 6)), ("late", late))
@@ -268,7 +269,7 @@ class Story:
 
     def extended(self, t: float, number: int, decision: Decision, new: int) -> None:
         """Decision ``number`` is the installed order with ``new`` whole-job grants appended
-        (an order-only policy's arrivals: ``SchedulerCore._extend_order``)."""
+        (an order-only policy's arrivals: ``GrantTable.extend_order``)."""
         if not self.enabled:
             return
         did = f"d{number}"

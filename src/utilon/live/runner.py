@@ -1,12 +1,13 @@
 """LiveRun: the scheduler core driven by a backend on the backend's clock.
 
-The loop mirrors the simulator's: everything that happened by ``now`` is handed to the core as
-one batch, in the simulator's phase order (task completions and failures, then capacity changes,
-then arrivals, then the control tick), and the core's commands go to the backend.  Job
-submissions and the scenario's capacity timeline are released when the backend's clock reaches
-their times; ticks follow the simulator's rule (first one a tick after the first submission, the
-next one a tick after each).  On the fake backend this reproduces the simulator's stimuli
-exactly, which is what the parity test checks.
+The loop is the simulator's (``sim.loop.Loop``) with the backend as its world: the clock is
+the backend's, waited on at most ``max_wait`` at a time; everything that happened by ``now`` is
+handed to the core as one batch, in the simulator's phase order (task completions and
+failures, then capacity changes, then arrivals, then the control tick), and the core's commands
+go to the backend.  Job submissions and the scenario's capacity timeline are released when the
+backend's clock reaches their times; ticks follow the simulator's rule (first one a tick after
+the first submission, the next one a tick after each).  On the fake backend this reproduces the
+simulator's stimuli exactly, which is what the parity test checks.
 """
 
 from __future__ import annotations
@@ -17,28 +18,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from utilon.core.messages import (
-    CapacityChanged,
-    JobSubmitted,
-    MachineAdded,
-    Stimulus,
-    TaskFailed,
-    TaskFinished,
-    Tick,
-)
+from utilon.core.messages import Command, Stimulus, TaskFailed, TaskFinished, TaskRef
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.errors import UtilonError
 from utilon.jobs.plan import Verification
 from utilon.live.backend import Backend
 from utilon.live.catalog import TaskCatalog
-from utilon.model.cluster import Cluster
+from utilon.model.cluster import CapacityChange, Cluster
 from utilon.model.job import Job
+from utilon.sim.loop import Loop, World
 
 log = logging.getLogger(__name__)
 INF = math.inf
 _TASK = (TaskFinished, TaskFailed)
-_CAPACITY = (CapacityChanged, MachineAdded)
 
 
 @dataclass(frozen=True)
@@ -115,73 +109,74 @@ class LiveRun:
     def _loop(self, cluster: Cluster) -> LiveResult:
         core = self.core
         assert core is not None
-        backend = self.backend
         wall0 = time.perf_counter()
-        jobs = self.jobs
-        timeline = cluster.timeline
-        tick = self.policy.tick
-        if tick is not None and tick <= 0:
-            raise ValueError("policy tick must be > 0")
-        next_tick = jobs[0].submit + tick if (tick is not None and jobs) else INF
-        nj = nc = 0
-        events = task_events = idle_ticks = 0
-        stopped = ""
-        last = 0.0
-        done_reported = -1
-        while True:
-            if nj == len(jobs) and not core.active:
-                break
-            now = backend.now()
-            if self.timeout is not None and now >= self.timeout:
-                stopped = f"timeout {self.timeout:g} s reached"
-                break
-            t_arr = jobs[nj].submit if nj < len(jobs) else INF
-            t_cap = timeline[nc].time if nc < len(timeline) else INF
-            due = min(t_arr, t_cap, next_tick,
-                      self.timeout if self.timeout is not None else INF)
-            if due == INF and not any(j.running for j in core.active.values()):
-                stopped = stopped or "no task can run and nothing will change"
-                break
-            batch = backend.wait_until(min(due, now + self.max_wait))
-            now = backend.now()
-            stimuli: list[Stimulus] = [s for s in batch if isinstance(s, _TASK)]
-            task_events += len(stimuli)
-            stimuli += [s for s in batch if isinstance(s, _CAPACITY)]
-            while nc < len(timeline) and timeline[nc].time <= now:
-                backend.apply_capacity(timeline[nc])
-                stimuli.append(CapacityChanged(timeline[nc]))
-                nc += 1
-            while nj < len(jobs) and jobs[nj].submit <= now:
-                stimuli.append(JobSubmitted(jobs[nj]))
-                nj += 1
-            ticked = next_tick <= now
-            if ticked:
-                stimuli.append(Tick())
-            if not stimuli:
-                continue
-            events += len(stimuli)
-            last = now
-            cmds = core.handle(now, stimuli)
-            backend.apply(cmds)
-            if self._on_batch is not None:
-                self._on_batch(now, stimuli, list(cmds))
-            if ticked:
-                running = any(j.running for j in core.active.values())
-                more = nj < len(jobs) or nc < len(timeline)
-                idle_ticks, keep, why = core.after_tick(bool(cmds or running), more,
-                                                        idle_ticks)
-                next_tick = now + tick if keep else INF  # type: ignore[operator]
-                stopped = stopped or why
-            if self._progress is not None:
-                done = len(core.jobs) - len(core.active)
-                if done != done_reported or task_events:
-                    done_reported = done
-                    self._progress(progress_of(core, now, len(jobs)))
-        end = max((j.finish for j in core.jobs.values() if j.finish is not None), default=last)
+        world = _LiveWorld(self, core, cluster)
+        loop = Loop(core, world, self.jobs, cluster.timeline, self.policy.tick,
+                    limited=self.timeout is not None, watched=self._progress is not None,
+                    on_batch=self._on_batch)  # type: ignore[arg-type]
+        world.loop = loop
+        stopped = loop.run()
+        end = max((j.finish for j in core.jobs.values() if j.finish is not None),
+                  default=loop.last)
         if stopped:
-            end = max(end, backend.now())
-        return LiveResult(core, end, events, task_events, time.perf_counter() - wall0,
-                          stopped, backend.name, cluster)
+            end = max(end, self.backend.now())
+        return LiveResult(core, end, loop.events, world.task_events,
+                          time.perf_counter() - wall0, stopped, self.backend.name, cluster)
+
+
+class _LiveWorld(World):
+    """A live run as the loop's world: the backend's clock, waited on ``max_wait`` at a time,
+    and the backend its commands go to."""
+
+    def __init__(self, run: LiveRun, core: SchedulerCore, cluster: Cluster) -> None:
+        self.run = run
+        self.core = core
+        self.backend = run.backend
+        self.timeout = run.timeout
+        self.task_events = 0
+        self.done_reported = -1
+        self.loop: Loop | None = None
+
+    def wait(self, until: float) -> list[Stimulus]:
+        now = self.backend.now()
+        if self.timeout is not None:
+            until = min(until, self.timeout)
+        batch = self.backend.wait_until(min(until, now + self.run.max_wait))
+        self.task_events += sum(1 for s in batch if isinstance(s, _TASK))
+        return batch
+
+    def now(self) -> float:
+        return self.backend.now()
+
+    def task_due(self, payload: object, now: float) -> TaskRef | None:
+        raise AssertionError("a live run queues no task events")  # (they are reported)
+
+    def capacity(self, change: CapacityChange, now: float) -> None:
+        self.backend.apply_capacity(change)
+
+    def apply(self, now: float, cmds: list[Command]) -> None:
+        self.backend.apply(cmds)
+
+    def running(self) -> bool:
+        return any(j.running for j in self.core.active.values())
+
+    def expects(self) -> bool:
+        return self.running()  # a running task will end, and say so
+
+    def limit(self, due: float, pending: bool) -> str:
+        if self.timeout is not None and self.backend.now() >= self.timeout:
+            return f"timeout {self.timeout:g} s reached"
+        return ""
+
+    def after(self, now: float) -> str:
+        progress = self.run._progress
+        if progress is not None:
+            core = self.core
+            done = len(core.jobs) - len(core.active)
+            if done != self.done_reported or self.task_events:
+                self.done_reported = done
+                progress(progress_of(core, now, len(self.run.jobs)))
+        return ""
 
 
 def progress_of(core: SchedulerCore, now: float, total: int) -> LiveProgress:
@@ -192,10 +187,10 @@ def progress_of(core: SchedulerCore, now: float, total: int) -> LiveProgress:
         goal = j.job.utility.goal
         if j.finish is not None:
             utility += j.job.utility.value(j.finish)
-            misses += goal is not None and j.finish > goal + 1e-9
         else:
             running += len(j.running)
-            misses += goal is not None and now > goal
+        # an unfinished job counts once it is past its goal
+        misses += goal is not None and missed(j.finish if j.finish is not None else now, goal)
     return LiveProgress(now, total, len(core.jobs), len(core.jobs) - len(core.active),
                         running, misses, utility)
 

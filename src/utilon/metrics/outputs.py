@@ -37,8 +37,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from utilon.core.ledger import attempt_cost
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.metrics.timeline import write_timeline
 from utilon.model.cluster import CapacityAction
 from utilon.model.job import Job
@@ -86,14 +88,6 @@ def job_rows(result: RunRecord, jobs: Sequence[Job] = ()) -> list[dict[str, Any]
     return rows
 
 
-def attempt_cost(demand: Sequence[float], capacity: Sequence[float], price: float,
-                 seconds: float) -> float:
-    """What an attempt costs: the machine's price per hour x its time x the task's dominant
-    share of the machine (the core charges each ended attempt the same way)."""
-    share = max((x / c for x, c in zip(demand, capacity, strict=True) if c > 0), default=0.0)
-    return seconds * price / 3600.0 * share
-
-
 def in_flight(core: SchedulerCore, end: float) -> tuple[list[float], dict[str, float]]:
     """Declared busy resource-seconds (per resource) and cost (per job) of the attempts still
     running at ``end``, from their start to ``end``: the core books an attempt when it ends, so
@@ -101,7 +95,8 @@ def in_flight(core: SchedulerCore, end: float) -> tuple[list[float], dict[str, f
     busy = [0.0] * len(core.names)
     cost: dict[str, float] = {}
     for jr in core.jobs.values():
-        for ref, (mi, start, _) in jr.running.items():
+        for ref, run in jr.running.items():
+            mi, start = run.machine, run.start
             dt = end - start
             if dt <= 0:
                 continue
@@ -138,7 +133,7 @@ def job_row(job: Job, start: float | None, finish: float | None, cost: float,
         "goal": _r(goal, 3) if goal is not None else None,
         "utility": _r(utility),
         "delta": _r(late, 3) if (late is not None and finished) else None,
-        "missed": (not finished) or (late is not None and late > 1e-9),
+        "missed": missed(finish, goal),
         "penalty": _r(penalty),
         "cost": _r(cost),
     }
@@ -183,7 +178,7 @@ def summarize(result: RunRecord, workload: Workload, policy: Policy,
     if hard:  # soft/hard bounds (RDS Eq. 4): a hard miss finishes after, or never
         extra["hard_misses"] = sum(
             1 for r in rows if r["id"] in hard
-            and (r["finish"] is None or r["finish"] > hard[r["id"]] + 1e-9))
+            and missed(r["finish"], hard[r["id"]]))
     if workload.spec.admission == "accept":  # refused otherwise, before the run
         impossible = len(impossible_goals(workload))
         if impossible:

@@ -59,7 +59,8 @@ def attempts_of(core: SchedulerCore, end: float) -> Attempts:
     extra: list[tuple[int, int, int, int, float, float, float]] = []
     si = core.names.index(core.slot_resource)
     for jr in core.active.values():
-        for (_, stage, idx), (mi, start, _) in jr.running.items():
+        for (_, stage, idx), run in jr.running.items():
+            mi, start = run.machine, run.start
             extra.append((jr.seq, stage, idx, mi, start, end,
                           jr.stages[stage].vectors[idx][si]))
     cols = list(zip(*extra, strict=True)) if extra else [()] * 7

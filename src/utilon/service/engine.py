@@ -81,6 +81,7 @@ from utilon.core.messages import (
 )
 from utilon.core.policy import Policy
 from utilon.core.scheduler import SchedulerCore
+from utilon.core.tolerance import missed
 from utilon.errors import UtilonError
 from utilon.jobs.plan import JobPlan
 from utilon.live.backend import Backend
@@ -915,7 +916,7 @@ def deadline_status(goal: float | None, finish: float | None, now: float,
     if goal is None:
         return "none"
     if finish is not None:
-        return "met" if finish <= goal + 1e-9 else "missed"
+        return "missed" if missed(finish, goal) else "met"
     if now > goal:
         return "late"
     if estimate is None or estimate > goal:

@@ -42,14 +42,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from heapq import heappush as _heappush
 from itertools import count
-from typing import Any, Final
+from typing import Any
 
 from utilon.core.messages import TaskRef
+from utilon.core.tolerance import EPS
 from utilon.core.vec import hot_ops
 from utilon.model.cluster import Cluster
 from utilon.sim.usage import UsageRecorder, UsageTrace
-
-EPS: Final = 1e-9
 
 Schedule = Callable[[float, "Exec"], None]
 

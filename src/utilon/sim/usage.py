@@ -20,13 +20,40 @@ are 0.  ``bucket_means`` turns a trace into time-weighted means over fixed-width
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from utilon.sim.fluid import MachineFluid
+from utilon.core.tolerance import EPS
+
+
+class Running(Protocol):
+    """What the recorder reads of a running attempt (``fluid.Exec``)."""
+
+    @property
+    def phases(self) -> Sequence[tuple[float, tuple[float, ...]]]: ...
+    @property
+    def phase(self) -> int: ...
+    @property
+    def rate(self) -> float: ...
+
+
+class MachineUse(Protocol):
+    """What the recorder reads of a machine (``fluid.MachineFluid``); a protocol, so that
+    this module does not import the fluid model that imports it."""
+
+    @property
+    def cap(self) -> Sequence[float]: ...
+    @property
+    def speed(self) -> float: ...
+    @property
+    def over(self) -> bool: ...
+    @property
+    def usage(self) -> Sequence[float]: ...
+    @property
+    def execs(self) -> Mapping[Any, Running]: ...
 
 Record = tuple[float, tuple[float, ...], float]
 """``(time, eff per resource, cpu wait)``."""
@@ -57,7 +84,7 @@ class UsageRecorder:
         self.cpu = names.index("cpu") if "cpu" in names else -1
         self.records: list[list[Record]] = [[] for _ in machines]
 
-    def note(self, mi: int, m: MachineFluid, now: float) -> None:
+    def note(self, mi: int, m: MachineUse, now: float) -> None:
         cap = m.cap
         speed = m.speed
         cpu = self.cpu
@@ -109,7 +136,7 @@ def bucket_means(trace: UsageTrace, start: float, end: float, step: float) -> np
         raise ValueError(f"bucket_means needs finite start < end, got {start!r}, {end!r}")
     if not (math.isfinite(step) and step > 0):
         raise ValueError(f"bucket_means needs a step > 0, got {step!r}")
-    nb = max(1, math.ceil((end - start) / step - 1e-9))
+    nb = max(1, math.ceil((end - start) / step - EPS))
     edges = start + step * np.arange(nb + 1, dtype=float)
     edges[-1] = end
     width = np.diff(edges)
